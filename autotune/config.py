@@ -1,0 +1,219 @@
+"""Frozen, validated descriptions of what one trial runs: :class:`TrialConfig` and
+:class:`RunSettings`.
+
+Both round-trip through JSON so that a trial can be described to a child process, stored with a
+result and compared across runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from autotune.exceptions import ConfigError
+
+Precision = Literal["float32", "mixed_float16", "mixed_bfloat16"]
+PRECISIONS: tuple[str, ...] = get_args(Precision)
+AUTOTUNE: Literal["autotune"] = "autotune"
+Tunable = int | Literal["autotune"]
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_int(owner: str, name: str, value: object, minimum: int) -> None:
+    if not _is_int(value) or value < minimum:  # type: ignore[operator]
+        raise ConfigError(
+            f"{owner}.{name} must be an integer >= {minimum}. Received: {name}={value!r}"
+        )
+
+
+def _check_tunable(owner: str, name: str, value: object, minimum: int) -> None:
+    if value == AUTOTUNE:
+        return
+    if not _is_int(value) or value < minimum:  # type: ignore[operator]
+        raise ConfigError(
+            f"{owner}.{name} must be 'autotune' or an integer >= {minimum}. "
+            f"Received: {name}={value!r}"
+        )
+
+
+def _from_mapping(cls: type[Any], data: object, source: str) -> Any:
+    if not isinstance(data, Mapping):
+        raise ConfigError(
+            f"{source} must be a JSON object. Received: {type(data).__name__} {data!r}"
+        )
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigError(
+            f"{source} has unknown key(s) {unknown}; expected some of {sorted(known)}. "
+            f"Received: {dict(data)!r}"
+        )
+    try:
+        return cls(**data)
+    except TypeError as error:  # a required field is missing
+        raise ConfigError(f"{source}: {error}. Received: {dict(data)!r}") from error
+
+
+def _parse_json(text: str, source: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{source} is not valid JSON ({error}). Received: {text!r}") from error
+
+
+@dataclass(frozen=True)
+class TrialConfig:
+    """The training performance settings of one trial.
+
+    Attributes:
+        batch_size: examples per training step.
+        precision: Keras dtype policy name: float32, mixed_float16 or mixed_bfloat16.
+        jit_compile: compile the training step with XLA.
+        prefetch: batches tf.data prefetches, or "autotune".
+        num_parallel_calls: parallel calls of the per-example preprocessing map, or "autotune".
+        shuffle_buffer: examples in the shuffle buffer (1 disables shuffling).
+    """
+
+    batch_size: int
+    precision: Precision = "float32"
+    jit_compile: bool = False
+    prefetch: Tunable = AUTOTUNE
+    num_parallel_calls: Tunable = AUTOTUNE
+    shuffle_buffer: int = 1024
+
+    def __post_init__(self) -> None:
+        _check_int("TrialConfig", "batch_size", self.batch_size, 1)
+        if self.precision not in PRECISIONS:
+            raise ConfigError(
+                f"TrialConfig.precision must be one of {list(PRECISIONS)}. "
+                f"Received: precision={self.precision!r}"
+            )
+        if not isinstance(self.jit_compile, bool):
+            raise ConfigError(
+                f"TrialConfig.jit_compile must be true or false. "
+                f"Received: jit_compile={self.jit_compile!r}"
+            )
+        _check_tunable("TrialConfig", "prefetch", self.prefetch, 0)
+        _check_tunable("TrialConfig", "num_parallel_calls", self.num_parallel_calls, 1)
+        _check_int("TrialConfig", "shuffle_buffer", self.shuffle_buffer, 1)
+
+    @classmethod
+    def baseline(cls, batch_size: int) -> TrialConfig:
+        """The reference configuration: float32, no XLA, pipeline defaults."""
+        return cls(batch_size=batch_size)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: object, source: str = "trial config") -> TrialConfig:
+        config: TrialConfig = _from_mapping(cls, data, source)
+        return config
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "trial config") -> TrialConfig:
+        return cls.from_dict(_parse_json(text, source), source)
+
+    def describe(self) -> str:
+        """A one-line summary for people, e.g. 'bs=128 mixed_bfloat16 xla pf=autotune ...'."""
+        return (
+            f"bs={self.batch_size} {self.precision} {'xla' if self.jit_compile else 'no-xla'} "
+            f"prefetch={self.prefetch} parallel={self.num_parallel_calls} "
+            f"shuffle={self.shuffle_buffer}"
+        )
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How a trial is measured: seed, warm-up, timed windows, curve and limits.
+
+    Attributes:
+        seed: seed for weights, shuffling and dropout; the same seed gives the same curve.
+        measure_throughput: run the warm-up and timed windows (off for extra baseline seeds).
+        warmup_min_steps: steps always run before steady state can be declared.
+        warmup_max_steps: warm-up ends here even if step times still fall.
+        warmup_max_seconds: warm-up ends after this long even if step times still fall.
+        window_seconds: target length of one timed window; windows hold whole steps.
+        min_window_steps: fewest steps in one timed window.
+        windows: number of timed windows.
+        curve: train the fidelity curve (fixed sample budget, validation at checkpoints).
+        curve_samples: training examples in the curve run; None takes the experiment's.
+        checkpoints: validation evaluations, evenly spaced over the curve's samples.
+        time_limit_seconds: the trial process is stopped after this long.
+        memory_limit_bytes: the trial process tree is stopped above this resident size;
+            None takes 80% of the machine's memory.
+        stop_below_samples_per_second: stop after the timed windows (before the curve) when the
+            throughput is confidently below this figure; None never stops early.
+    """
+
+    seed: int = 0
+    measure_throughput: bool = True
+    warmup_min_steps: int = 5
+    warmup_max_steps: int = 300
+    warmup_max_seconds: float = 60.0
+    window_seconds: float = 0.5
+    min_window_steps: int = 3
+    windows: int = 7
+    curve: bool = True
+    curve_samples: int | None = None
+    checkpoints: int = 6
+    time_limit_seconds: float = 600.0
+    memory_limit_bytes: int | None = None
+    stop_below_samples_per_second: float | None = None
+
+    def __post_init__(self) -> None:
+        _check_int("RunSettings", "seed", self.seed, 0)
+        _check_int("RunSettings", "warmup_min_steps", self.warmup_min_steps, 1)
+        _check_int("RunSettings", "warmup_max_steps", self.warmup_max_steps, 1)
+        if self.warmup_max_steps < self.warmup_min_steps:
+            raise ConfigError(
+                "RunSettings: warmup_min_steps <= warmup_max_steps must hold. Received: "
+                f"warmup_min_steps={self.warmup_min_steps}, "
+                f"warmup_max_steps={self.warmup_max_steps}"
+            )
+        _check_int("RunSettings", "min_window_steps", self.min_window_steps, 1)
+        _check_int("RunSettings", "windows", self.windows, 1)
+        _check_int("RunSettings", "checkpoints", self.checkpoints, 1)
+        if self.curve_samples is not None:
+            _check_int("RunSettings", "curve_samples", self.curve_samples, 1)
+        if self.memory_limit_bytes is not None:
+            _check_int("RunSettings", "memory_limit_bytes", self.memory_limit_bytes, 1)
+        for name in ("warmup_max_seconds", "window_seconds", "time_limit_seconds"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+                raise ConfigError(
+                    f"RunSettings.{name} must be a number of seconds > 0. "
+                    f"Received: {name}={value!r}"
+                )
+        stop = self.stop_below_samples_per_second
+        if stop is not None and (not isinstance(stop, (int, float)) or not math.isfinite(stop)):
+            raise ConfigError(
+                "RunSettings.stop_below_samples_per_second must be a finite number or None. "
+                f"Received: stop_below_samples_per_second={stop!r}"
+            )
+        if not self.measure_throughput and not self.curve:
+            raise ConfigError(
+                "RunSettings: at least one of measure_throughput and curve must be true. "
+                "Received: measure_throughput=False, curve=False"
+            )
+
+    def replace(self, **changes: Any) -> RunSettings:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: object, source: str = "run settings") -> RunSettings:
+        settings: RunSettings = _from_mapping(cls, data, source)
+        return settings

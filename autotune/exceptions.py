@@ -1,0 +1,59 @@
+"""The two error tiers of autotune.
+
+A :class:`ConfigError` means the user's input is wrong (a search-space file, an experiment, a CLI
+argument): the command aborts with the message and exit code 2. A :class:`TrialFailure` means one
+trial failed (it crashed, ran out of memory, produced NaN, ...): it is recorded with its kind and
+the study goes on.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+FailureKind = Literal[
+    "signal",  # the trial process was killed by a signal (segfault, SIGKILL, ...)
+    "exit",  # the trial process exited with a non-zero code without reporting
+    "timeout",  # the trial ran past its time limit and was stopped
+    "oom",  # out of memory: MemoryError, ResourceExhaustedError or over the memory limit
+    "xla_compile",  # XLA could not compile the training step
+    "nan",  # the loss became NaN or infinite
+    "exception",  # any other exception raised by the trial
+]
+FAILURE_KINDS: tuple[str, ...] = get_args(FailureKind)
+
+
+class AutotuneError(Exception):
+    """Base class of every error autotune raises on purpose."""
+
+    exit_code = 1
+
+
+class ConfigError(AutotuneError, ValueError):
+    """Bad user input: the command aborts with this message and exit code 2."""
+
+    exit_code = 2
+
+
+class ExperimentError(ConfigError):
+    """An experiment cannot be loaded or does not build a usable model and data."""
+
+
+class TrialFailure(AutotuneError):
+    """One trial failed; the study records it and goes on.
+
+    Attributes:
+        kind: one of :data:`FAILURE_KINDS`.
+        message: one line saying what happened.
+        log_tail: the last lines the trial process wrote (empty when run in-process).
+    """
+
+    def __init__(self, kind: FailureKind, message: str, log_tail: str = "") -> None:
+        if kind not in FAILURE_KINDS:
+            raise ValueError(f"kind must be one of {FAILURE_KINDS}. Received: kind={kind!r}")
+        super().__init__(f"[{kind}] {message}")
+        self.kind: FailureKind = kind
+        self.message = message
+        self.log_tail = log_tail
+
+    def to_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "message": self.message, "log_tail": self.log_tail}

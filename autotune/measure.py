@@ -1,0 +1,147 @@
+"""Warm-up detection, timed-window sizing and throughput statistics. No TensorFlow here.
+
+The runner feeds step times (seconds) to :class:`WarmupDetector` until training is in steady state,
+sizes the timed windows with :func:`steps_per_window`, and summarises the windows' throughputs
+(samples/s) with :func:`summarize`.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+CONFIDENCE = 0.95
+
+
+class WarmupDetector:
+    """Declares steady state once step times stop falling.
+
+    Steady state holds when at least ``min_steps`` steps ran and the median of the last ``span``
+    step times is no more than ``tolerance`` (a fraction) below the median of the ``span`` before
+    them. The first step (tracing and compilation) never counts towards either median.
+    """
+
+    def __init__(self, min_steps: int = 5, span: int = 3, tolerance: float = 0.05) -> None:
+        if span < 1:
+            raise ValueError(f"span must be >= 1. Received: span={span}")
+        self.min_steps = max(min_steps, 2 * span + 1)
+        self.span = span
+        self.tolerance = tolerance
+        self.step_seconds: list[float] = []
+
+    def add(self, seconds: float) -> bool:
+        """Records one step time (seconds); returns True once training is in steady state."""
+        self.step_seconds.append(seconds)
+        return self.steady
+
+    @property
+    def steady(self) -> bool:
+        times = self.step_seconds
+        if len(times) < self.min_steps:
+            return False
+        recent = statistics.median(times[-self.span :])
+        before = statistics.median(times[-2 * self.span : -self.span])
+        return recent >= before * (1.0 - self.tolerance)
+
+    @property
+    def steady_step_seconds(self) -> float:
+        """Median of the most recent step times (seconds per step)."""
+        if len(self.step_seconds) < 2:
+            raise ValueError("steady_step_seconds needs at least two steps")
+        return statistics.median(self.step_seconds[1:][-self.span :])
+
+
+def steps_per_window(step_seconds: float, window_seconds: float, min_steps: int) -> int:
+    """Whole steps filling ``window_seconds`` at ``step_seconds`` per step (>= min_steps)."""
+    if step_seconds <= 0:
+        return max(min_steps, 1)
+    return max(min_steps, math.ceil(window_seconds / step_seconds))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A median with a distribution-free confidence interval.
+
+    Attributes:
+        median: the median of the values.
+        low, high: the confidence interval's bounds.
+        confidence: the interval's actual coverage (0..1); below 0.95 when there are too few
+            values for a 95% interval (fewer than 6), where [min, max] is the best available.
+        n: number of values.
+    """
+
+    median: float
+    low: float
+    high: float
+    confidence: float
+    n: int
+
+    @property
+    def half_width(self) -> float:
+        return (self.high - self.low) / 2.0
+
+    @property
+    def relative_half_width(self) -> float:
+        """Half-width as a fraction of the median (0.02 = +/-2%)."""
+        return self.half_width / self.median if self.median else math.inf
+
+    def to_dict(self) -> dict[str, float | int]:
+        return {
+            "median": self.median,
+            "low": self.low,
+            "high": self.high,
+            "confidence": self.confidence,
+            "n": self.n,
+        }
+
+
+def _binomial_cdf(k: int, n: int) -> float:
+    """P(X <= k) for X ~ Binomial(n, 1/2)."""
+    return sum(math.comb(n, i) for i in range(k + 1)) / 2.0**n
+
+
+def summarize(values: Sequence[float], confidence: float = CONFIDENCE) -> Estimate:
+    """Median and order-statistic confidence interval of ``values`` (e.g. samples/s per window).
+
+    The interval is [x_(k), x_(n+1-k)] for the largest k whose coverage 1 - 2 P(X <= k-1),
+    X ~ Binomial(n, 1/2), is at least ``confidence``. It needs no assumption of normality, which
+    matters for step times (skewed by the occasional slow step on a shared machine).
+    """
+    if not values:
+        raise ValueError("summarize needs at least one value")
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError(f"summarize needs finite values. Received: {list(values)}")
+    ordered = sorted(values)
+    n = len(ordered)
+    k, coverage = 1, 1.0 - 2.0 * _binomial_cdf(0, n)
+    while k + 1 <= n // 2:
+        wider = 1.0 - 2.0 * _binomial_cdf(k, n)
+        if wider < confidence:
+            break
+        k, coverage = k + 1, wider
+    if n == 1:
+        coverage = 0.0
+    return Estimate(
+        median=statistics.median(ordered),
+        low=ordered[k - 1],
+        high=ordered[n - k],
+        confidence=coverage,
+        n=n,
+    )
+
+
+def confidently_below(
+    estimate: Estimate, threshold: float, first_window_factor: float = 0.5
+) -> bool:
+    """Whether a throughput ``estimate`` (samples/s) is confidently below ``threshold``.
+
+    With a 95% interval, the whole interval must lie below the threshold. With too few windows for
+    one, only a gross gap counts: every window below ``first_window_factor * threshold`` (so a
+    configuration 90x slower is recognised from its first timed window, while ordinary noise of a
+    few percent never stops a trial).
+    """
+    if estimate.confidence >= CONFIDENCE:
+        return estimate.high < threshold
+    return estimate.high < first_window_factor * threshold

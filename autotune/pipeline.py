@@ -1,0 +1,145 @@
+"""Builds the tf.data input pipeline of a trial from its :class:`TrialConfig`.
+
+Training: shuffle(buffer) -> repeat -> map(preprocess, num_parallel_calls) ->
+batch(batch_size, drop_remainder=True) -> prefetch. ``drop_remainder`` gives XLA one fixed batch
+shape; repeating before batching means every batch is full and an epoch boundary never yields a
+short one. The map is deterministic, so a seed gives the same example order whatever the
+parallelism, which keeps validation curves comparable across trials.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import tensorflow as tf
+
+from autotune.config import AUTOTUNE, TrialConfig
+from autotune.exceptions import ExperimentError
+from autotune.experiment import Data, Experiment
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    """The input-pipeline settings that took effect.
+
+    ``shuffle_buffer`` is capped at the number of training examples when that is known;
+    ``num_parallel_calls`` is None when there is no preprocessing function to map.
+    """
+
+    batch_size: int
+    drop_remainder: bool
+    shuffle_buffer: int
+    num_parallel_calls: int | str | None
+    prefetch: int | str
+    train_examples: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _tf_value(value: int | str) -> int:
+    return tf.data.AUTOTUNE if value == AUTOTUNE else int(value)
+
+
+def load_data(data: Data, what: str, experiment: Experiment) -> tf.data.Dataset:
+    """Turns an experiment's data (a factory or an (x, y) pair of arrays) into a Dataset."""
+    where = f"Experiment {experiment.name!r}: {what}"
+    if callable(data):
+        dataset = data()
+        if dataset is None:
+            raise ExperimentError(f"{where}() returned None; it must return a tf.data.Dataset")
+        if isinstance(dataset, tuple) and len(dataset) == 2:
+            dataset = tf.data.Dataset.from_tensor_slices(dataset)
+    else:
+        dataset = tf.data.Dataset.from_tensor_slices(data)
+    if not isinstance(dataset, tf.data.Dataset):
+        raise ExperimentError(
+            f"{where} must give a tf.data.Dataset or (x, y) arrays. "
+            f"Received: {type(dataset).__name__}"
+        )
+    spec = dataset.element_spec
+    if not isinstance(spec, tuple) or len(spec) < 2:
+        raise ExperimentError(
+            f"{where} must yield unbatched (x, y) pairs. Received element spec: {spec}"
+        )
+    return dataset
+
+
+def cardinality(dataset: tf.data.Dataset) -> int | None:
+    """Number of examples in ``dataset``, or None when infinite or unknown."""
+    count = int(dataset.cardinality().numpy())
+    return count if count >= 0 else None
+
+
+def takes_seed(function: Callable[..., Any]) -> bool:
+    """Whether a preprocessing function takes a ``seed`` keyword (for stateless random ops)."""
+    try:
+        return "seed" in inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _map_preprocess(
+    dataset: tf.data.Dataset, preprocess: Callable[..., Any], parallel: int, seed: int
+) -> tf.data.Dataset:
+    """Maps ``preprocess`` over (x, y) pairs, in order whatever the parallelism.
+
+    A function with a ``seed`` keyword gets a distinct stateless seed (an int64 tensor of shape
+    [2]) per example, drawn from ``seed``, so random augmentation with
+    ``tf.image.stateless_random_*`` gives the same data for the same seed at any
+    ``num_parallel_calls``; stateful random ops (``tf.image.random_*``) cannot.
+    """
+    if not takes_seed(preprocess):
+        return dataset.map(preprocess, num_parallel_calls=parallel, deterministic=True)
+    seeds = tf.data.Dataset.random(seed=seed).batch(2, drop_remainder=True)
+    return tf.data.Dataset.zip((dataset, seeds)).map(
+        lambda example, pair: preprocess(*example, seed=pair),
+        num_parallel_calls=parallel,
+        deterministic=True,
+    )
+
+
+def training_pipeline(
+    experiment: Experiment, config: TrialConfig, seed: int
+) -> tuple[tf.data.Dataset, PipelineSettings]:
+    """The infinite, batched training stream of a trial and the settings that took effect."""
+    dataset = load_data(experiment.train_data, "train_data", experiment)
+    examples = cardinality(dataset)
+    buffer = min(config.shuffle_buffer, examples) if examples else config.shuffle_buffer
+    if buffer > 1:
+        dataset = dataset.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.repeat()
+    parallel: int | str | None = None
+    if experiment.preprocess is not None:
+        parallel = config.num_parallel_calls
+        dataset = _map_preprocess(dataset, experiment.preprocess, _tf_value(parallel), seed)
+    dataset = dataset.batch(config.batch_size, drop_remainder=True)
+    dataset = dataset.prefetch(_tf_value(config.prefetch))
+    settings = PipelineSettings(
+        batch_size=config.batch_size,
+        drop_remainder=True,
+        shuffle_buffer=buffer,
+        num_parallel_calls=parallel,
+        prefetch=config.prefetch,
+        train_examples=examples,
+    )
+    return dataset, settings
+
+
+def validation_pipeline(experiment: Experiment) -> tf.data.Dataset:
+    """The validation set, batched at the experiment's base batch size whatever the trial's.
+
+    Every trial evaluates the same examples in the same batches, so validation losses differ only
+    by what training learned and by the precision of the forward pass.
+    """
+    dataset = load_data(experiment.validation_data, "validation_data", experiment)
+    if experiment.validation_preprocess is not None:
+        dataset = dataset.map(
+            experiment.validation_preprocess,
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,
+        )
+    return dataset.batch(experiment.base_batch_size).cache().prefetch(tf.data.AUTOTUNE)

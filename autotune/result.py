@@ -1,0 +1,84 @@
+"""What one measured trial produced: :class:`RunResult`, JSON round-tripping."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from autotune.config import TrialConfig
+from autotune.measure import Estimate
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """Validation loss after ``samples`` training examples."""
+
+    samples: int
+    val_loss: float
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The measurements of one trial.
+
+    Attributes:
+        config: the configuration asked for.
+        effective: the settings that took effect: dtype policy, compute dtype, jit_compile asked
+            and effective, the output layer's dtype and whether autotune fixed it, loss scaling,
+            learning rate, and the pipeline settings.
+        throughput: median samples/s over the timed windows with its confidence interval; None
+            when throughput was not measured.
+        window_samples_per_second: each timed window's throughput (samples/s).
+        steps_per_window: whole training steps in each timed window.
+        warmup_steps: steps run before steady state (excluded from throughput).
+        compile_seconds: first step time minus a steady step time: tracing and XLA compilation.
+        steady_step_seconds: median step time at the end of warm-up (seconds).
+        curve: validation loss at fixed sample checkpoints; empty when no curve was trained.
+        final_metrics: validation metrics at the last checkpoint.
+        stopped_early: why the trial stopped before its curve, or None.
+        peak_host_bytes: peak resident memory of the trial process (bytes).
+        peak_device_bytes: peak accelerator memory (bytes), None on a CPU.
+        phase_seconds: wall time of each phase (setup, warmup, windows, curve).
+        hardware, versions: where and with what the trial ran.
+    """
+
+    config: TrialConfig
+    effective: dict[str, Any]
+    throughput: Estimate | None
+    window_samples_per_second: list[float] = field(default_factory=list)
+    steps_per_window: int = 0
+    warmup_steps: int = 0
+    compile_seconds: float = 0.0
+    steady_step_seconds: float = 0.0
+    curve: list[CurvePoint] = field(default_factory=list)
+    final_metrics: dict[str, float] = field(default_factory=dict)
+    stopped_early: str | None = None
+    peak_host_bytes: int = 0
+    peak_device_bytes: int | None = None
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+    hardware: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["config"] = self.config.to_dict()
+        data["throughput"] = self.throughput.to_dict() if self.throughput else None
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunResult:
+        values = dict(data)
+        values["config"] = TrialConfig.from_dict(values["config"])
+        if values.get("throughput") is not None:
+            values["throughput"] = Estimate(**values["throughput"])
+        values["curve"] = [CurvePoint(**point) for point in values.get("curve", [])]
+        return cls(**values)
+
+    @classmethod
+    def from_json(cls, text: str) -> RunResult:
+        return cls.from_dict(json.loads(text))
