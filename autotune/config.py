@@ -62,6 +62,8 @@ def _from_mapping(cls: type[Any], data: object, source: str) -> Any:
 
 
 def _parse_json(text: str, source: str) -> object:
+    if not isinstance(text, (str, bytes)):
+        raise ConfigError(f"{source} must be JSON text. Received: {text!r}")
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
@@ -195,8 +197,16 @@ class RunSettings:
                     f"RunSettings.{name} must be a number of seconds > 0. "
                     f"Received: {name}={value!r}"
                 )
+        for name in ("measure_throughput", "curve"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(
+                    f"RunSettings.{name} must be true or false. "
+                    f"Received: {name}={getattr(self, name)!r}"
+                )
         stop = self.stop_below_samples_per_second
-        if stop is not None and (not isinstance(stop, (int, float)) or not math.isfinite(stop)):
+        if stop is not None and (
+            not isinstance(stop, (int, float)) or isinstance(stop, bool) or not math.isfinite(stop)
+        ):
             raise ConfigError(
                 "RunSettings.stop_below_samples_per_second must be a finite number or None. "
                 f"Received: stop_below_samples_per_second={stop!r}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -98,7 +99,11 @@ class Experiment:
                 f"{where}: base_batch_size must be an integer >= 1. Received: {batch!r}"
             )
         rate = self.base_learning_rate
-        if not isinstance(rate, (int, float)) or isinstance(rate, bool) or not rate > 0:
+        if (
+            not isinstance(rate, (int, float))
+            or isinstance(rate, bool)
+            or not (rate > 0 and math.isfinite(rate))
+        ):
             raise ExperimentError(
                 f"{where}: base_learning_rate must be a number > 0. Received: {rate!r}"
             )
@@ -108,7 +113,9 @@ class Experiment:
                 f"Received: lr_scaling={self.lr_scaling!r}"
             )
         samples = self.curve_samples
-        if samples is not None and (not isinstance(samples, int) or samples < 1):
+        if samples is not None and (
+            not isinstance(samples, int) or isinstance(samples, bool) or samples < 1
+        ):
             raise ExperimentError(
                 f"{where}: curve_samples must be an integer >= 1 or None. Received: {samples!r}"
             )
@@ -134,7 +141,8 @@ def load_experiment(reference: str) -> Experiment:
             f"experiment reference must be 'path/to/file.py[:name]' or 'module:name'. "
             f"Received: {reference!r}"
         )
-    target, _, name = reference.strip().rpartition(":") if ":" in reference else (reference, "", "")
+    reference = reference.strip()
+    target, _, name = reference.rpartition(":") if ":" in reference else (reference, "", "")
     if not target:  # "name" alone after rpartition of "x:" edge cases
         raise ExperimentError(
             f"experiment reference {reference!r} has no file or module before ':'"
@@ -148,6 +156,10 @@ def load_experiment(reference: str) -> Experiment:
             raise ExperimentError(
                 f"experiment reference {reference!r}: cannot import module {target!r} ({error}). "
                 "Use 'path/to/file.py:name' for a file, or install the module."
+            ) from error
+        except (Exception, SystemExit) as error:
+            raise ExperimentError(
+                f"experiment module {target!r} raised {type(error).__name__} on import: {error}"
             ) from error
     return _pick(module, name, reference)
 
@@ -176,7 +188,7 @@ def _import_file(path: Path, reference: str) -> Any:
     except ExperimentError:
         del sys.modules[module_name]
         raise
-    except Exception as error:
+    except (Exception, SystemExit) as error:
         del sys.modules[module_name]
         raise ExperimentError(
             f"experiment file {str(path)!r} raised {type(error).__name__} on import: {error}"
@@ -193,7 +205,13 @@ def _pick(module: Any, name: str, reference: str) -> Experiment:
             raise ExperimentError(f"experiment reference {reference!r}: no name {name!r}.{hint}")
         value = getattr(module, name)
         if callable(value) and not isinstance(value, Experiment):
-            value = value()
+            try:
+                value = value()
+            except Exception as error:
+                raise ExperimentError(
+                    f"experiment reference {reference!r}: calling {name}() to get the experiment "
+                    f"raised {type(error).__name__}: {error}"
+                ) from error
             if value is None:
                 raise ExperimentError(
                     f"experiment reference {reference!r}: {name}() returned None; "
@@ -235,13 +253,22 @@ def reference_of(experiment: Experiment | str) -> str:
             f"experiment must be an autotune.Experiment or a reference string. "
             f"Received: {type(experiment).__name__}"
         )
+    found: list[str] = []
     for module_name, module in list(sys.modules.items()):
         for name, value in list(vars(module).items()) if module is not None else []:
-            if value is experiment:
-                path = getattr(module, "__autotune_reference_file__", None)
-                if path is None and module_name == "__main__":
-                    path = getattr(module, "__file__", None)
-                return f"{path}:{name}" if path else f"{module_name}:{name}"
+            if value is not experiment:
+                continue
+            path = getattr(module, "__autotune_reference_file__", None)
+            if path is not None:  # loaded from a file by load_experiment: its true home
+                return f"{path}:{name}"
+            if module_name == "__main__":
+                script = getattr(module, "__file__", None)
+                if script:
+                    found.append(f"{script}:{name}")
+            else:
+                found.insert(0, f"{module_name}:{name}")
+    if found:  # an importable module first, the running script last
+        return found[0]
     raise ExperimentError(
         f"experiment {experiment.name!r} is not a top-level name of any module, so a trial "
         "process cannot rebuild it; define it at the top level of a module or file and pass "

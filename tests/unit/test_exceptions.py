@@ -1,0 +1,88 @@
+"""Unit tests for autotune.exceptions: the error tiers and TrialFailure's kinds."""
+
+from __future__ import annotations
+
+import pytest
+
+from autotune.exceptions import (
+    FAILURE_KINDS,
+    AutotuneError,
+    ConfigError,
+    ExperimentError,
+    TrialFailure,
+)
+
+
+def test_failure_kinds_are_the_documented_seven():
+    assert set(FAILURE_KINDS) == {
+        "signal",
+        "exit",
+        "timeout",
+        "oom",
+        "xla_compile",
+        "nan",
+        "exception",
+    }
+
+
+@pytest.mark.parametrize("kind", FAILURE_KINDS)
+def test_trial_failure_accepts_every_valid_kind(kind):
+    failure = TrialFailure(kind, "something happened", log_tail="last line")
+
+    assert failure.kind == kind
+    assert failure.message == "something happened"
+    assert failure.log_tail == "last line"
+    assert str(failure) == f"[{kind}] something happened"
+
+
+@pytest.mark.parametrize("kind", ["crash", "OOM", "", "nan "])
+def test_trial_failure_rejects_unknown_kind(kind):
+    with pytest.raises(ValueError, match="kind must be one of") as info:
+        TrialFailure(kind, "message")  # type: ignore[arg-type]
+
+    assert f"Received: kind={kind!r}" in str(info.value)
+
+
+def test_trial_failure_log_tail_defaults_to_empty():
+    assert TrialFailure("nan", "loss became NaN").log_tail == ""
+
+
+def test_trial_failure_to_dict_holds_kind_message_and_log_tail():
+    failure = TrialFailure("oom", "ran out of memory", log_tail="ResourceExhaustedError")
+
+    assert failure.to_dict() == {
+        "kind": "oom",
+        "message": "ran out of memory",
+        "log_tail": "ResourceExhaustedError",
+    }
+
+
+def test_trial_failure_is_an_autotune_error_with_exit_code_1():
+    failure = TrialFailure("exit", "exited with code 3")
+
+    assert isinstance(failure, AutotuneError)
+    assert not isinstance(failure, ConfigError)
+    assert failure.exit_code == 1
+
+
+def test_config_error_exit_code_is_2():
+    assert ConfigError.exit_code == 2
+    assert ConfigError("bad input").exit_code == 2
+
+
+def test_config_error_is_a_value_error_and_an_autotune_error():
+    error = ConfigError("bad input")
+
+    assert isinstance(error, ValueError)
+    assert isinstance(error, AutotuneError)
+
+
+def test_experiment_error_is_a_config_error_with_exit_code_2():
+    error = ExperimentError("bad experiment")
+
+    assert isinstance(error, ConfigError)
+    assert error.exit_code == 2
+
+
+def test_autotune_error_exit_code_is_1():
+    assert AutotuneError("generic").exit_code == 1

@@ -1,0 +1,402 @@
+"""Unit tests for autotune.measure: warm-up detection, window sizing and statistics."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from autotune.measure import (
+    CONFIDENCE,
+    Estimate,
+    WarmupDetector,
+    confidently_below,
+    steps_per_window,
+    summarize,
+)
+
+
+def first_steady_step(detector: WarmupDetector, step_seconds: list[float]) -> int | None:
+    """Feeds ``step_seconds`` and returns the 0-based index of the first step add() calls steady."""
+    for index, seconds in enumerate(step_seconds):
+        if detector.add(seconds):
+            return index
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# WarmupDetector
+# --------------------------------------------------------------------------------------------
+
+
+def test_falling_then_flat_step_times_become_steady_only_once_flat():
+    # compile step, then falling step times, then flat at 0.3 s
+    times = [5.0, 1.0, 0.8, 0.6, 0.5, 0.4, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3]
+    detector = WarmupDetector(min_steps=5, span=3, tolerance=0.05)
+
+    steady = [detector.add(t) for t in times]
+
+    # median of the last 3 (0.3) first reaches 95% of the median of the 3 before (0.3) at
+    # index 10; before that the previous span's median is 0.4 or more.
+    assert steady == [False] * 10 + [True] * 3
+
+
+def test_steady_stays_false_while_times_keep_falling():
+    times = [5.0] + [1.0 * 0.8**i for i in range(30)]  # 20% faster every step
+    detector = WarmupDetector(min_steps=5, span=3)
+
+    assert first_steady_step(detector, times) is None
+    assert detector.steady is False
+
+
+def test_constant_step_times_are_steady_at_min_steps():
+    detector = WarmupDetector(min_steps=10, span=3)
+
+    assert first_steady_step(detector, [0.1] * 20) == 9  # the 10th step
+
+
+def test_never_steady_before_min_steps_even_if_flat():
+    detector = WarmupDetector(min_steps=12, span=2)
+
+    results = [detector.add(0.2) for _ in range(11)]
+
+    assert not any(results)
+    assert detector.add(0.2) is True
+
+
+def test_min_steps_is_raised_to_two_spans_plus_the_first_step():
+    detector = WarmupDetector(min_steps=1, span=3)
+
+    assert detector.min_steps == 7
+    assert first_steady_step(detector, [0.1] * 10) == 6
+
+
+def test_large_min_steps_is_kept():
+    assert WarmupDetector(min_steps=50, span=3).min_steps == 50
+
+
+def test_slow_first_step_does_not_delay_steady_state():
+    # the compile step (index 0) is excluded from both medians at min_steps
+    detector = WarmupDetector(min_steps=1, span=3)
+
+    assert first_steady_step(detector, [30.0] + [0.1] * 10) == 6
+
+
+def test_drop_within_tolerance_counts_as_steady():
+    detector = WarmupDetector(min_steps=1, span=3, tolerance=0.05)
+
+    assert first_steady_step(detector, [5.0, 1.0, 1.0, 1.0, 0.96, 0.96, 0.96]) == 6
+
+
+def test_drop_beyond_tolerance_is_not_steady():
+    detector = WarmupDetector(min_steps=1, span=3, tolerance=0.05)
+
+    assert first_steady_step(detector, [5.0, 1.0, 1.0, 1.0, 0.9, 0.9, 0.9]) is None
+
+
+def test_rising_step_times_count_as_steady():
+    detector = WarmupDetector(min_steps=1, span=2)
+
+    assert first_steady_step(detector, [5.0, 0.1, 0.1, 0.2, 0.2]) == 4
+
+
+def test_single_outlier_does_not_break_steady_state_thanks_to_medians():
+    detector = WarmupDetector(min_steps=1, span=3)
+    for seconds in [5.0, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1]:
+        detector.add(seconds)
+
+    # one very fast step in the recent span leaves its median at 0.1
+    assert detector.add(0.001) is True
+
+
+@pytest.mark.parametrize("span", [0, -1])
+def test_span_below_one_is_rejected(span):
+    with pytest.raises(ValueError, match=f"Received: span={span}"):
+        WarmupDetector(span=span)
+
+
+def test_steady_step_seconds_is_median_of_last_span_excluding_first_step():
+    detector = WarmupDetector(span=3)
+    for seconds in [5.0, 0.3, 0.2, 0.4, 0.25]:
+        detector.add(seconds)
+
+    assert detector.steady_step_seconds == 0.25  # median of [0.2, 0.4, 0.25]
+
+
+def test_steady_step_seconds_never_uses_the_first_step():
+    detector = WarmupDetector(span=3)
+    detector.add(5.0)
+    detector.add(0.3)
+
+    assert detector.steady_step_seconds == 0.3
+
+
+@pytest.mark.parametrize("steps", [0, 1])
+def test_steady_step_seconds_needs_two_steps(steps):
+    detector = WarmupDetector()
+    for _ in range(steps):
+        detector.add(1.0)
+
+    with pytest.raises(ValueError, match="at least two steps"):
+        _ = detector.steady_step_seconds
+
+
+# --------------------------------------------------------------------------------------------
+# steps_per_window
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("step_seconds", "window_seconds", "min_steps", "expected"),
+    [
+        (0.01, 0.5, 3, 50),  # many fast steps fill the window
+        (0.125, 0.5, 1, 4),  # exact fit
+        (0.2, 0.5, 1, 3),  # partial step rounds up to a whole step
+        (0.3, 0.5, 3, 3),  # slow steps: min_steps wins
+        (10.0, 0.5, 1, 1),  # a step longer than the window
+    ],
+)
+def test_steps_per_window(step_seconds, window_seconds, min_steps, expected):
+    assert steps_per_window(step_seconds, window_seconds, min_steps) == expected
+
+
+@pytest.mark.parametrize("step_seconds", [0.0, -0.1])
+def test_steps_per_window_with_non_positive_step_time_returns_min_steps(step_seconds):
+    assert steps_per_window(step_seconds, 0.5, 4) == 4
+
+
+def test_steps_per_window_never_returns_zero_steps():
+    assert steps_per_window(0.0, 0.5, 0) == 1
+
+
+# --------------------------------------------------------------------------------------------
+# summarize
+# --------------------------------------------------------------------------------------------
+
+
+def test_summarize_median_of_odd_count():
+    assert summarize([3.0, 1.0, 2.0]).median == 2.0
+
+
+def test_summarize_median_of_even_count_is_mean_of_middle_two():
+    assert summarize([4.0, 1.0, 3.0, 2.0]).median == 2.5
+
+
+def test_summarize_seven_values_gives_min_max_interval():
+    values = [105.0, 99.0, 101.0, 97.0, 103.0, 100.0, 98.0]
+
+    estimate = summarize(values)
+
+    assert estimate == Estimate(median=100.0, low=97.0, high=105.0, confidence=1 - 2 / 128, n=7)
+
+
+def test_summarize_ten_values_drops_one_value_from_each_end():
+    values = [10.0, 1.0, 9.0, 2.0, 8.0, 3.0, 7.0, 4.0, 6.0, 5.0]
+
+    estimate = summarize(values)
+
+    assert (estimate.low, estimate.high) == (2.0, 9.0)
+    assert estimate.confidence == pytest.approx(1 - 2 * 11 / 1024)
+    assert estimate.median == 5.5
+    assert estimate.n == 10
+
+
+def test_summarize_five_values_falls_short_of_95_percent():
+    estimate = summarize([5.0, 1.0, 4.0, 2.0, 3.0])
+
+    assert (estimate.low, estimate.high) == (1.0, 5.0)
+    assert estimate.confidence == pytest.approx(0.9375)
+    assert estimate.confidence < CONFIDENCE
+
+
+def test_summarize_six_values_is_the_first_95_percent_interval():
+    estimate = summarize([float(v) for v in range(6)])
+
+    assert (estimate.low, estimate.high) == (0.0, 5.0)
+    assert estimate.confidence == pytest.approx(1 - 2 / 64)
+    assert estimate.confidence >= CONFIDENCE
+
+
+def test_summarize_one_value_has_zero_confidence():
+    estimate = summarize([42.0])
+
+    assert estimate == Estimate(median=42.0, low=42.0, high=42.0, confidence=0.0, n=1)
+
+
+def test_summarize_two_values():
+    estimate = summarize([2.0, 1.0])
+
+    assert (estimate.median, estimate.low, estimate.high) == (1.5, 1.0, 2.0)
+    assert estimate.confidence == pytest.approx(0.5)
+
+
+def _coverage(k: int, n: int) -> float:
+    """Coverage of [x_(k), x_(n+1-k)]: 1 - 2 P(X <= k-1), X ~ Binomial(n, 1/2)."""
+    return 1.0 - 2.0 * sum(math.comb(n, i) for i in range(k)) / 2**n
+
+
+@pytest.mark.parametrize("n", range(6, 61))
+def test_summarize_picks_the_narrowest_interval_with_95_percent_coverage(n):
+    values = [float(v) for v in range(n)]
+    random.Random(n).shuffle(values)
+
+    estimate = summarize(values)
+
+    k = int(estimate.low) + 1  # values are 0..n-1, so x_(k) == k - 1
+    assert estimate.high == n - k  # symmetric: x_(n+1-k)
+    assert estimate.confidence == pytest.approx(_coverage(k, n))
+    assert estimate.confidence >= CONFIDENCE
+    assert k + 1 > n // 2 or _coverage(k + 1, n) < CONFIDENCE  # one step narrower falls short
+
+
+def test_summarize_honours_a_lower_confidence():
+    values = [float(v) for v in range(10)]
+
+    narrow = summarize(values, confidence=0.80)
+
+    # k=3 covers 1 - 2*56/1024 = 0.89; k=4 covers 1 - 2*176/1024 = 0.66
+    assert (narrow.low, narrow.high) == (2.0, 7.0)
+    assert narrow.confidence == pytest.approx(1 - 2 * 56 / 1024)
+
+
+def test_summarize_does_not_modify_its_input():
+    values = [3.0, 1.0, 2.0]
+
+    summarize(values)
+
+    assert values == [3.0, 1.0, 2.0]
+
+
+def test_summarize_accepts_a_tuple():
+    assert summarize((1.0, 2.0, 3.0)).median == 2.0
+
+
+def test_summarize_rejects_empty():
+    with pytest.raises(ValueError, match="at least one value"):
+        summarize([])
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_summarize_rejects_non_finite(bad):
+    with pytest.raises(ValueError, match="finite values"):
+        summarize([1.0, bad, 2.0])
+
+
+# --------------------------------------------------------------------------------------------
+# Estimate
+# --------------------------------------------------------------------------------------------
+
+
+def test_estimate_half_width():
+    assert Estimate(median=100.0, low=90.0, high=110.0, confidence=0.95, n=7).half_width == 10.0
+
+
+def test_estimate_half_width_of_asymmetric_interval():
+    assert Estimate(median=100.0, low=96.0, high=110.0, confidence=0.95, n=7).half_width == 7.0
+
+
+def test_estimate_relative_half_width_is_a_fraction_of_the_median():
+    estimate = Estimate(median=200.0, low=196.0, high=204.0, confidence=0.95, n=7)
+
+    assert estimate.relative_half_width == pytest.approx(0.02)
+
+
+def test_estimate_relative_half_width_of_zero_median_is_infinite():
+    estimate = Estimate(median=0.0, low=-1.0, high=1.0, confidence=0.95, n=7)
+
+    assert estimate.relative_half_width == math.inf
+
+
+def test_estimate_to_dict():
+    estimate = Estimate(median=5.0, low=4.0, high=6.0, confidence=0.98, n=8)
+
+    assert estimate.to_dict() == {
+        "median": 5.0,
+        "low": 4.0,
+        "high": 6.0,
+        "confidence": 0.98,
+        "n": 8,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# confidently_below
+# --------------------------------------------------------------------------------------------
+
+
+def test_seven_windows_all_below_threshold_are_confidently_below():
+    estimate = summarize([90.0, 91.0, 92.0, 93.0, 94.0, 95.0, 99.0])
+
+    assert confidently_below(estimate, threshold=100.0) is True
+
+
+def test_seven_windows_touching_threshold_are_not_confidently_below():
+    estimate = summarize([90.0, 91.0, 92.0, 93.0, 94.0, 95.0, 100.0])
+
+    assert confidently_below(estimate, threshold=100.0) is False
+
+
+def test_seven_windows_with_median_below_but_max_above_are_not_confidently_below():
+    estimate = summarize([50.0, 50.0, 50.0, 50.0, 50.0, 50.0, 120.0])
+
+    assert estimate.median < 100.0
+    assert confidently_below(estimate, threshold=100.0) is False
+
+
+def test_ten_windows_use_the_interval_bound_not_the_maximum():
+    # one slow outlier window's maximum lies above the threshold, but the 2nd largest does not
+    estimate = summarize([90.0] * 9 + [500.0])
+
+    assert estimate.high == 90.0
+    assert confidently_below(estimate, threshold=100.0) is True
+
+
+def test_with_95_percent_interval_a_small_gap_is_enough():
+    # with >= 6 windows, no 2x rule applies: 0.95 * threshold is below
+    estimate = summarize([95.0] * 6)
+
+    assert estimate.confidence >= CONFIDENCE
+    assert confidently_below(estimate, threshold=100.0) is True
+
+
+def test_one_window_far_below_baseline_is_confidently_below():
+    estimate = summarize([839.0])
+
+    assert confidently_below(estimate, threshold=78676.0) is True
+
+
+def test_one_window_at_ninety_percent_of_threshold_is_not_confidently_below():
+    estimate = summarize([0.9 * 78676.0])
+
+    assert confidently_below(estimate, threshold=78676.0) is False
+
+
+def test_one_window_exactly_at_half_the_threshold_is_not_confidently_below():
+    estimate = summarize([50.0])
+
+    assert confidently_below(estimate, threshold=100.0) is False
+
+
+def test_one_window_just_under_half_the_threshold_is_confidently_below():
+    estimate = summarize([49.9])
+
+    assert confidently_below(estimate, threshold=100.0) is True
+
+
+def test_first_window_factor_sets_the_gap_needed_without_an_interval():
+    estimate = summarize([80.0])
+
+    assert confidently_below(estimate, threshold=100.0, first_window_factor=0.9) is True
+    assert confidently_below(estimate, threshold=100.0, first_window_factor=0.5) is False
+
+
+def test_five_windows_need_every_window_below_half_the_threshold():
+    assert confidently_below(summarize([40.0, 41.0, 42.0, 43.0, 44.0]), 100.0) is True
+    assert confidently_below(summarize([40.0, 41.0, 42.0, 43.0, 60.0]), 100.0) is False
+    assert confidently_below(summarize([90.0] * 5), 100.0) is False
+
+
+def test_throughput_above_threshold_is_never_below():
+    assert confidently_below(summarize([150.0] * 7), 100.0) is False
+    assert confidently_below(summarize([150.0]), 100.0) is False
