@@ -102,20 +102,22 @@ def _map_preprocess(
     )
 
 
-def training_pipeline(
-    experiment: Experiment, config: TrialConfig, seed: int
+def prepare_training(
+    dataset: tf.data.Dataset,
+    config: TrialConfig,
+    preprocess: Callable[..., Any] | None,
+    seed: int,
 ) -> tuple[tf.data.Dataset, PipelineSettings]:
-    """The infinite, batched training stream of a trial and the settings that took effect."""
-    dataset = load_data(experiment.train_data, "train_data", experiment)
+    """The infinite, batched training stream over ``dataset`` and the settings that took effect."""
     examples = cardinality(dataset)
     buffer = min(config.shuffle_buffer, examples) if examples else config.shuffle_buffer
     if buffer > 1:
         dataset = dataset.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
     dataset = dataset.repeat()
     parallel: int | str | None = None
-    if experiment.preprocess is not None:
+    if preprocess is not None:
         parallel = config.num_parallel_calls
-        dataset = _map_preprocess(dataset, experiment.preprocess, _tf_value(parallel), seed)
+        dataset = _map_preprocess(dataset, preprocess, _tf_value(parallel), seed)
     dataset = dataset.batch(config.batch_size, drop_remainder=True)
     dataset = dataset.prefetch(_tf_value(config.prefetch))
     settings = PipelineSettings(
@@ -127,6 +129,14 @@ def training_pipeline(
         train_examples=examples,
     )
     return dataset, settings
+
+
+def training_pipeline(
+    experiment: Experiment, config: TrialConfig, seed: int
+) -> tuple[tf.data.Dataset, PipelineSettings]:
+    """The training stream of a trial of ``experiment`` and the settings that took effect."""
+    dataset = load_data(experiment.train_data, "train_data", experiment)
+    return prepare_training(dataset, config, experiment.preprocess, seed)
 
 
 def validation_pipeline(experiment: Experiment) -> tf.data.Dataset:

@@ -1,0 +1,98 @@
+"""Opening the Optuna storage a study lives in, with clear errors for bad URLs and paths.
+
+SQLite (``sqlite:///autotune.db``) is the embedded default; PostgreSQL and MySQL URLs work for many
+workers. Heartbeats let a resumed study find trials whose process died.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import optuna
+
+from autotune.exceptions import ConfigError
+
+DEFAULT_STORAGE = "sqlite:///autotune.db"
+HEARTBEAT_SECONDS = 10
+GRACE_SECONDS = 30
+SQLITE_BUSY_SECONDS = 60
+SCHEMES = ("sqlite", "postgresql", "mysql")
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The database file of an ``sqlite:///`` URL, None for other URLs or in-memory SQLite."""
+    if not url.startswith("sqlite:///"):
+        return None
+    path = url[len("sqlite:///") :]
+    return None if path in ("", ":memory:") else Path(path)
+
+
+def check_url(url: str, *, must_exist: bool = False) -> None:
+    """Raises ConfigError naming --storage when ``url`` cannot hold a study."""
+    if not isinstance(url, str) or "://" not in url:
+        raise ConfigError(
+            f"--storage must be a database URL such as {DEFAULT_STORAGE!r} or "
+            f"'postgresql://user@host/db'. Received: {url!r}"
+        )
+    scheme = url.split("://", 1)[0].split("+", 1)[0]
+    if scheme not in SCHEMES:
+        raise ConfigError(f"--storage scheme must be one of {list(SCHEMES)}. Received: {url!r}")
+    path = sqlite_path(url)
+    if path is None:
+        return
+    if must_exist and not path.is_file():
+        raise ConfigError(
+            f"--storage: database file {str(path)!r} does not exist. Received: {url!r}"
+        )
+    folder = path.resolve().parent
+    if not folder.is_dir():
+        raise ConfigError(
+            f"--storage: folder {str(folder)!r} for the database does not exist. Received: {url!r}"
+        )
+    if not must_exist and not os.access(folder, os.W_OK):
+        raise ConfigError(
+            f"--storage: folder {str(folder)!r} for the database is not writable. Received: {url!r}"
+        )
+
+
+def open_storage(
+    url: str = DEFAULT_STORAGE,
+    *,
+    must_exist: bool = False,
+    stale_trial_callback: Any = None,
+) -> optuna.storages.RDBStorage:
+    """An Optuna RDB storage with heartbeats and a generous SQLite busy timeout."""
+    check_url(url, must_exist=must_exist)
+    engine_kwargs: dict[str, Any] = {}
+    if url.startswith("sqlite"):
+        engine_kwargs["connect_args"] = {"timeout": SQLITE_BUSY_SECONDS}
+    try:
+        return optuna.storages.RDBStorage(
+            url,
+            engine_kwargs=engine_kwargs,
+            heartbeat_interval=HEARTBEAT_SECONDS,
+            grace_period=GRACE_SECONDS,
+            heartbeat_stale_trial_callback=stale_trial_callback,
+        )
+    except Exception as error:  # SQLAlchemy raises many kinds; all mean "cannot open this"
+        raise ConfigError(f"--storage {url!r} cannot be opened: {error}") from error
+
+
+def study_names(storage: optuna.storages.BaseStorage) -> list[str]:
+    return [s.study_name for s in optuna.get_all_study_summaries(storage, include_best_trial=False)]
+
+
+def pick_study_name(storage: optuna.storages.BaseStorage, url: str, name: str | None) -> str:
+    """``name`` if the storage holds it; the only study when ``name`` is None."""
+    names = study_names(storage)
+    if name is None:
+        if len(names) == 1:
+            return names[0]
+        if not names:
+            raise ConfigError(f"--storage {url!r} holds no study yet; run 'autotune run' first")
+        raise ConfigError(f"--study is needed: {url!r} holds several studies: {names}")
+    if name not in names:
+        raise ConfigError(f"--study {name!r} is not in {url!r}; it holds: {names or 'no study'}")
+    return name
