@@ -15,6 +15,8 @@ from rich.console import Console
 
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import AutotuneError, ConfigError, TrialFailure
+from autotune.result import RunResult
+from autotune.storage import DEFAULT_STORAGE
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -129,6 +131,216 @@ def trial(
         click.echo(json.dumps({"status": "ok", "result": result.to_dict()}, indent=2))
     else:
         show_result(console, result)
+
+
+STORAGE_OPTION = click.option(
+    "--storage",
+    default=DEFAULT_STORAGE,
+    show_default=True,
+    help="Optuna storage URL: sqlite:///file.db, or postgresql://... for many workers.",
+)
+STUDY_OPTION = click.option(
+    "--study",
+    "study_name",
+    default=None,
+    help="Study name (default for run: <experiment>-<space>; otherwise the storage's only study).",
+)
+
+
+def _quiet_optuna() -> None:
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+
+
+@main.command()
+@click.argument("experiment", default=DEFAULT_EXPERIMENT)
+@click.option(
+    "--space",
+    default="quick",
+    show_default=True,
+    help="Search-space TOML file, or a bundled space: quick, cpu, gpu.",
+)
+@STORAGE_OPTION
+@STUDY_OPTION
+@click.option(
+    "--trials",
+    "n_trials",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    help="Finished trials the study should hold in the end (the three baseline runs do "
+    "not count); running the same command again completes the remainder.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Stop starting trials after this many seconds.",
+)
+@click.option(
+    "--tolerance",
+    type=click.FloatRange(min=0, min_open=True),
+    default=1.5,
+    show_default=True,
+    help="Largest fidelity distance accepted, in units of the seed noise floor.",
+)
+@click.option("--seed", default=0, show_default=True, help="Sampler seed.")
+@click.option(
+    "--allow-mismatch",
+    is_flag=True,
+    help="Resume a study made with another experiment, space, tolerance or machine.",
+)
+@_handle_errors
+def run(
+    experiment: str,
+    space: str,
+    storage: str,
+    study_name: str | None,
+    n_trials: int,
+    timeout: float | None,
+    tolerance: float,
+    seed: int,
+    allow_mismatch: bool,
+) -> None:
+    """Tune EXPERIMENT (default: the bundled digits CNN) and store the study in --storage.
+
+    With no arguments it tunes the bundled digits CNN with the quick space into ./autotune.db
+    in a few minutes on a 2-core CPU. The same command again resumes the study.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from autotune.display import baseline_line, show_recipe, trial_line, trials_table
+    from autotune.study import Study
+
+    _quiet_optuna()
+    console = Console()
+    study = Study(
+        experiment,
+        space,
+        storage,
+        study_name,
+        tolerance=tolerance,
+        seed=seed,
+        allow_mismatch=allow_mismatch,
+    )
+    done = study.finished_count()
+    console.print(
+        f"study [bold]{study.name}[/] in {storage}: {done} of {n_trials} trials finished; "
+        f"space {study.space.name} ({study.space.size():,} configurations)"
+    )
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        baseline_task = progress.add_task("baseline", total=3)
+
+        def on_baseline(seed: int, result: RunResult) -> None:
+            progress.console.print(baseline_line(seed, result))
+            progress.advance(baseline_task)
+
+        study.ensure_baseline(on_run=on_baseline)
+        progress.update(baseline_task, completed=3, visible=False)
+        trials_task = progress.add_task("trials", total=n_trials, completed=min(done, n_trials))
+
+        def on_trial(record: Any) -> None:
+            progress.console.print(trial_line(record))
+            progress.update(trials_task, completed=min(study.finished_count(), n_trials))
+
+        study.add_listener(on_trial)
+        study.optimize(n_trials=n_trials, timeout=timeout)
+    front = study.pareto_front()
+    if front:
+        console.print(trials_table(front, "Pareto front (feasible trials)"))
+    show_recipe(console, study.best())
+
+
+def _open(storage: str, study_name: str | None) -> Any:
+    from autotune.study import load_study
+
+    _quiet_optuna()
+    return load_study(storage, study_name)
+
+
+@main.command()
+@STORAGE_OPTION
+@STUDY_OPTION
+@_handle_errors
+def status(storage: str, study_name: str | None) -> None:
+    """Show a stored study: baseline, noise floor and every trial."""
+    from autotune.display import format_throughput, trials_table
+    from autotune.measure import Estimate
+
+    study = _open(storage, study_name)
+    console = Console()
+    baseline = study.baseline()
+    runs = baseline.get("runs", {})
+    console.print(f"study [bold]{study.name}[/] in {storage}")
+    if "0" in runs:
+        console.print(f"baseline: {format_throughput(Estimate(**runs['0']['throughput']))}")
+    if "noise_floor" in baseline:
+        console.print(f"seed noise floor: {baseline['noise_floor']['value']:.4f} mean |log ratio|")
+    records = study.records()
+    counts: dict[str, int] = {}
+    for record in records:
+        counts[record.state] = counts.get(record.state, 0) + 1
+    console.print(
+        f"{study.finished_count()} finished trials; "
+        + ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
+    )
+    if records:
+        console.print(trials_table(records, "Trials"))
+
+
+@main.command()
+@STORAGE_OPTION
+@STUDY_OPTION
+@click.option(
+    "--max-fidelity",
+    type=float,
+    default=None,
+    help="Largest fidelity distance accepted (default: the study's tolerance).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the recipe as JSON.")
+@_handle_errors
+def best(storage: str, study_name: str | None, max_fidelity: float | None, as_json: bool) -> None:
+    """Print the fastest configuration within the fidelity tolerance."""
+    from autotune.display import show_recipe
+
+    recipe = _open(storage, study_name).best(max_fidelity)
+    if as_json:
+        click.echo(json.dumps(recipe.to_dict(), indent=2, sort_keys=True))
+    else:
+        show_recipe(Console(), recipe)
+
+
+@main.command()
+@STORAGE_OPTION
+@STUDY_OPTION
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default="recipe.json",
+    show_default=True,
+    help="Where to write the recipe.",
+)
+@click.option(
+    "--max-fidelity",
+    type=float,
+    default=None,
+    help="Largest fidelity distance accepted (default: the study's tolerance).",
+)
+@_handle_errors
+def export(storage: str, study_name: str | None, output: str, max_fidelity: float | None) -> None:
+    """Write the best configuration as a JSON recipe, for autotune.apply() in your own code."""
+    recipe = _open(storage, study_name).best(max_fidelity)
+    path = recipe.save(output)
+    click.echo(f"wrote {path}: {recipe.config.describe()} ({recipe.note})")
 
 
 if __name__ == "__main__":

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.table import Table
 
 from autotune.exceptions import TrialFailure
 from autotune.measure import Estimate
 from autotune.result import RunResult
+
+if TYPE_CHECKING:
+    from autotune.recipe import Recipe
+    from autotune.study import TrialRecord
 
 
 def format_throughput(estimate: Estimate | None) -> str:
@@ -78,3 +84,86 @@ def show_failure(console: Console, failure: TrialFailure) -> None:
     if failure.log_tail:
         console.print("[dim]last lines of the trial log:[/]")
         console.print(failure.log_tail, markup=False, highlight=False)
+
+
+def trial_line(record: TrialRecord) -> str:
+    """One line per finished trial: number, configuration, throughput with CI, fidelity, verdict."""
+    config = record.config.describe() if record.config else "(no configuration)"
+    head = f"trial {record.number:>3}  {config}"
+    if record.state == "failed":
+        return f"{head}  [red]failed ({record.failure_kind})[/]: {record.reason}"
+    throughput = format_throughput(record.throughput) if record.throughput else ""
+    if record.state == "pruned":
+        return f"{head}  {throughput}  [yellow]pruned[/]: {record.reason}"
+    verdict = (
+        "[green]feasible[/]" if record.feasible else "[red]infeasible[/] (fidelity over tolerance)"
+    )
+    copy = f" (same as trial {record.duplicate_of})" if record.duplicate_of is not None else ""
+    fidelity = f"fidelity {record.fidelity:.2f}" if record.fidelity is not None else ""
+    return f"{head}  {throughput}  {fidelity}  {verdict}{copy}"
+
+
+def baseline_line(seed: int, result: RunResult) -> str:
+    """One line per baseline run."""
+    what = format_throughput(result.throughput) if result.throughput else "curve only"
+    losses = " ".join(f"{p.val_loss:.3f}" for p in result.curve)
+    return f"baseline seed {seed}  {result.config.describe()}  {what}  val loss: {losses}"
+
+
+def trials_table(records: list[TrialRecord], title: str) -> Table:
+    """A table of trials: configuration, throughput with CI, fidelity and state."""
+    table = Table(title=title)
+    table.add_column("#", justify="right")
+    table.add_column("configuration")
+    table.add_column("samples/s (95% CI)", justify="right")
+    table.add_column("fidelity", justify="right")
+    table.add_column("state")
+    for record in records:
+        estimate = record.throughput
+        rate = (
+            f"{estimate.median:,.0f} ({estimate.low:,.0f}-{estimate.high:,.0f})"
+            if estimate
+            else "-"
+        )
+        fidelity = f"{record.fidelity:.2f}" if record.fidelity is not None else "-"
+        state = record.state
+        if record.state == "complete":
+            state = "feasible" if record.feasible else "infeasible"
+        elif record.state == "failed":
+            state = f"failed: {record.failure_kind}"
+        if record.duplicate_of is not None:
+            state += f" (= #{record.duplicate_of})"
+        config = record.config.describe() if record.config else "-"
+        table.add_row(str(record.number), config, rate, fidelity, state)
+    return table
+
+
+def show_recipe(console: Console, recipe: Recipe) -> None:
+    """Prints a recommended configuration with its measured speed-up and fidelity."""
+    title = (
+        "Baseline (no faster configuration)"
+        if recipe.is_baseline
+        else f"Best: trial {recipe.trial}"
+    )
+    table = Table(title=title, show_header=False)
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in recipe.config.to_dict().items():
+        table.add_row(key, str(value))
+    if recipe.learning_rate is not None:
+        table.add_row("learning_rate", f"{recipe.learning_rate:g}")
+    if recipe.throughput:
+        from autotune.measure import Estimate
+
+        table.add_row("throughput", format_throughput(Estimate(**recipe.throughput)))
+    if recipe.baseline_throughput:
+        from autotune.measure import Estimate
+
+        table.add_row("baseline", format_throughput(Estimate(**recipe.baseline_throughput)))
+    if recipe.speedup is not None:
+        table.add_row("speed-up", f"{recipe.speedup:.2f}x")
+    if recipe.fidelity is not None:
+        table.add_row("fidelity", f"{recipe.fidelity:.2f} (tolerance {recipe.tolerance:g})")
+    console.print(table)
+    if recipe.note:
+        console.print(recipe.note)

@@ -35,8 +35,8 @@ class Recipe:
 
     config: TrialConfig
     learning_rate: float | None
-    throughput: dict[str, float] | None
-    baseline_throughput: dict[str, float] | None
+    throughput: dict[str, Any] | None
+    baseline_throughput: dict[str, Any] | None
     speedup: float | None
     fidelity: float | None
     tolerance: float

@@ -87,10 +87,12 @@ def ensure_float32_head(model: keras.Model, x: Any) -> tuple[keras.Model, dict[s
         return model, info
     layers = getattr(model, "layers", [])
     if layers:
-        layers[-1].dtype_policy = "float32"
+        last, policy = layers[-1], layers[-1].dtype_policy
+        last.dtype_policy = "float32"
         if all(d == "float32" for d in _output_dtypes(model, x)):
             info.update(head_fixed=True, head_fix="last_layer")
             return model, info
+        last.dtype_policy = policy  # not the output layer after all: leave it as it was
     wrapped = _Float32Output(model)
     wrapped(x, training=False)
     info.update(head_fixed=True, head_fix="cast")

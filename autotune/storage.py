@@ -6,7 +6,10 @@ workers. Heartbeats let a resumed study find trials whose process died.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,15 @@ HEARTBEAT_SECONDS = 10
 GRACE_SECONDS = 30
 SQLITE_BUSY_SECONDS = 60
 SCHEMES = ("sqlite", "postgresql", "mysql")
+
+
+@contextlib.contextmanager
+def quiet_experimental() -> Iterator[None]:
+    """Silences Optuna's ExperimentalWarning for the features autotune relies on (heartbeats,
+    metric names, the retry callback)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        yield
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -69,13 +81,14 @@ def open_storage(
     if url.startswith("sqlite"):
         engine_kwargs["connect_args"] = {"timeout": SQLITE_BUSY_SECONDS}
     try:
-        return optuna.storages.RDBStorage(
-            url,
-            engine_kwargs=engine_kwargs,
-            heartbeat_interval=HEARTBEAT_SECONDS,
-            grace_period=GRACE_SECONDS,
-            heartbeat_stale_trial_callback=stale_trial_callback,
-        )
+        with quiet_experimental():
+            return optuna.storages.RDBStorage(
+                url,
+                engine_kwargs=engine_kwargs,
+                heartbeat_interval=HEARTBEAT_SECONDS,
+                grace_period=GRACE_SECONDS,
+                heartbeat_stale_trial_callback=stale_trial_callback,
+            )
     except Exception as error:  # SQLAlchemy raises many kinds; all mean "cannot open this"
         raise ConfigError(f"--storage {url!r} cannot be opened: {error}") from error
 

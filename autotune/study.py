@@ -16,7 +16,7 @@ import contextlib
 import datetime as dt
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -35,7 +35,7 @@ from autotune.measure import Estimate
 from autotune.recipe import Recipe
 from autotune.result import RunResult
 from autotune.space import SearchSpace, resolve_space, space_from_dict
-from autotune.storage import DEFAULT_STORAGE, open_storage, pick_study_name
+from autotune.storage import DEFAULT_STORAGE, open_storage, pick_study_name, quiet_experimental
 
 OBJECTIVES = ("throughput", "fidelity")
 DIRECTIONS: tuple[Literal["maximize", "minimize"], ...] = ("maximize", "minimize")
@@ -69,7 +69,7 @@ class _RetryInterrupted(RetryHeartbeatStaleTrialCallback):
     parameters (Optuna's retry callback, ``max_retry=1``)."""
 
     def __init__(self) -> None:
-        with _quiet_experimental():
+        with quiet_experimental():
             super().__init__(max_retry=1)
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
@@ -77,15 +77,6 @@ class _RetryInterrupted(RetryHeartbeatStaleTrialCallback):
         study._storage.set_trial_user_attr(trial._trial_id, "failure", failure)
         trial.user_attrs["failure"] = None  # the retry starts clean
         super().__call__(study, trial)
-
-
-@contextlib.contextmanager
-def _quiet_experimental() -> Iterator[None]:
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        yield
 
 
 @dataclass(frozen=True)
@@ -227,7 +218,7 @@ class Study:
         self.max_consecutive_failures = max_consecutive_failures
         self._storage = open_storage(storage, stale_trial_callback=_RetryInterrupted())
         existing = self._load_existing()
-        with _quiet_experimental():
+        with quiet_experimental():
             sampler = optuna.samplers.TPESampler(
                 seed=seed + (len(existing.trials) if existing else 0),
                 n_startup_trials=5,
@@ -262,7 +253,8 @@ class Study:
         current = _identity(self.experiment, self.space, self.tolerance)
         attrs = self.optuna.user_attrs
         if is_new or IDENTITY_KEY not in attrs:
-            self.optuna.set_metric_names(list(OBJECTIVES))
+            with quiet_experimental():
+                self.optuna.set_metric_names(list(OBJECTIVES))
             self.optuna.set_user_attr(IDENTITY_KEY, current)
             self.optuna.set_user_attr(
                 INFO_KEY,
@@ -487,7 +479,7 @@ class Study:
             if self._exhausted():
                 break
             finished.clear()
-            with _quiet_experimental():
+            with quiet_experimental():
                 self.optuna.optimize(
                     self._objective,
                     n_trials=1,

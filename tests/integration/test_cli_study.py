@@ -1,0 +1,84 @@
+"""The study from the command line, end to end, with real trials of the tiny experiment:
+run -> status -> best -> export -> run again (resumes, measures nothing twice)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TINY = str(Path(__file__).resolve().parents[1] / "fixtures" / "experiments" / "tiny.py") + ":tiny"
+
+SPACE = """
+name = "tiny"
+[parameters]
+precision = ["float32", "mixed_bfloat16"]
+batch_size = [32, 64]
+[measure]
+warmup_max_steps = 40
+windows = 6
+window_seconds = 0.05
+checkpoints = 3
+curve_samples = 1024
+time_limit_seconds = 120
+"""
+
+
+def autotune(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "autotune.cli", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=600,
+    )
+
+
+@pytest.mark.slow
+def test_run_status_best_export_and_resume(tmp_path: Path) -> None:
+    space = tmp_path / "tiny.toml"
+    space.write_text(SPACE)
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+
+    first = autotune("run", TINY, "--space", str(space), "--storage", storage, "--trials", "3",
+                     cwd=tmp_path)
+    assert first.returncode == 0, first.stderr + first.stdout
+    assert first.stdout.count("baseline seed") == 3
+    assert first.stdout.count("trial ") >= 3
+
+    status = autotune("status", "--storage", storage, cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    assert "3 finished trials" in status.stdout
+    assert "seed noise floor" in status.stdout
+
+    best = autotune("best", "--storage", storage, "--json", cwd=tmp_path)
+    assert best.returncode == 0, best.stderr
+    recipe = json.loads(best.stdout)
+    assert recipe["config"]["precision"] in ("float32", "mixed_bfloat16")
+    assert recipe["baseline_throughput"]["median"] > 0
+
+    exported = autotune("export", "--storage", storage, "-o", str(tmp_path / "r.json"),
+                        cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["config"] == recipe["config"]
+
+    again = autotune("run", TINY, "--space", str(space), "--storage", storage, "--trials", "3",
+                     cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "3 of 3 trials finished" in again.stdout
+    assert "baseline seed" not in again.stdout  # the stored baseline is reused
+    assert "trial " not in again.stdout.split("Pareto front")[0].split("configurations)")[-1]
+
+    other = autotune("run", TINY, "--space", str(space), "--storage", storage, "--trials", "3",
+                     "--tolerance", "3", cwd=tmp_path)
+    assert other.returncode == 2
+    assert "tolerance" in other.stderr and "--allow-mismatch" in other.stderr
+
+    logs = tmp_path / "autotune_logs"
+    assert any(logs.rglob("trial.log")), "each trial keeps its log next to the database"
+
+
+def test_unknown_study_is_a_clear_error(tmp_path: Path) -> None:
+    missing = autotune("status", "--storage", f"sqlite:///{tmp_path / 'none.db'}", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert "does not exist" in missing.stderr
