@@ -1,36 +1,64 @@
 """autotune: find the fastest way to train a Keras model without changing what it learns.
 
-Importing autotune does not import TensorFlow; only a trial process does.
+Importing autotune imports neither TensorFlow nor Optuna; the study and trial machinery load on
+first use.
 """
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
 
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import AutotuneError, ConfigError, ExperimentError, TrialFailure
 from autotune.experiment import Experiment, load_experiment
 from autotune.measure import Estimate
+from autotune.recipe import AppliedRecipe, Recipe, apply
 from autotune.result import CurvePoint, RunResult
 
 __version__ = "0.1.0"
 
+_LAZY = {
+    "Study": "autotune.study",
+    "StudyError": "autotune.study",
+    "TrialRecord": "autotune.study",
+    "load_study": "autotune.study",
+    "SearchSpace": "autotune.space",
+    "Choice": "autotune.space",
+    "IntRange": "autotune.space",
+    "load_space": "autotune.space",
+    "run_isolated": "autotune.isolation",
+}
+
 __all__ = [
+    "AppliedRecipe",
     "AutotuneError",
+    "Choice",
     "ConfigError",
     "CurvePoint",
     "Estimate",
     "Experiment",
     "ExperimentError",
+    "IntRange",
+    "Recipe",
     "RunResult",
     "RunSettings",
+    "SearchSpace",
+    "Study",
+    "StudyError",
     "TrialConfig",
     "TrialFailure",
+    "TrialRecord",
     "__version__",
+    "apply",
     "load_experiment",
+    "load_space",
+    "load_study",
     "run_isolated",
 ]
 
 
-def __getattr__(name: str) -> object:
-    if name == "run_isolated":
-        from autotune.isolation import run_isolated
-
-        return run_isolated
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'autotune' has no attribute {name!r}")
