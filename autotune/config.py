@@ -57,6 +57,8 @@ def _from_mapping(cls: type[Any], data: object, source: str) -> Any:
         )
     try:
         return cls(**data)
+    except ConfigError as error:
+        raise ConfigError(f"{source}: {error}") from error
     except TypeError as error:  # a required field is missing
         raise ConfigError(f"{source}: {error}. Received: {dict(data)!r}") from error
 

@@ -163,9 +163,8 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _check_value(source: str, key: str, value: object) -> None:
-    """Checks one candidate value of parameter ``key`` (named for messages)."""
-    name = key.split("[")[0].split(".")[-1]
+def _check_value(source: str, name: str, key: str, value: object) -> None:
+    """Checks one candidate value of parameter ``name``; ``key`` locates it in messages."""
     if name == "precision":
         if value not in PRECISIONS:
             raise _fail(source, key, f"one of {list(PRECISIONS)}", value)
@@ -193,7 +192,7 @@ def _validate_parameter(source: str, key: str, parameter: object) -> None:
         if len(set(map(repr, parameter.values))) != len(parameter.values):
             raise _fail(source, where, "a list without repeated choices", list(parameter.values))
         for index, value in enumerate(parameter.values):
-            _check_value(source, f"{where}[{index}]", value)
+            _check_value(source, key, f"{where}[{index}]", value)
     elif isinstance(parameter, IntRange):
         if key not in ("batch_size", "shuffle_buffer", "prefetch", "num_parallel_calls"):
             raise _fail(
@@ -203,7 +202,7 @@ def _validate_parameter(source: str, key: str, parameter: object) -> None:
                 parameter.to_dict(),
             )
         for bound in ("low", "high"):
-            _check_value(source, f"{where}.{bound}", getattr(parameter, bound))
+            _check_value(source, key, f"{where}.{bound}", getattr(parameter, bound))
         if parameter.low > parameter.high:
             raise ConfigError(
                 f"{source}: {where}: low <= high must hold. "

@@ -13,6 +13,7 @@ it. No TensorFlow here: trials run through :mod:`autotune.isolation`.
 from __future__ import annotations
 
 import contextlib
+import copy
 import datetime as dt
 import socket
 import time
@@ -43,6 +44,11 @@ BASELINE_SEEDS = (0, 1, 2)
 DEFAULT_TOLERANCE = 1.5
 MAX_CONSECUTIVE_FAILURES = 5
 INTERRUPTED = "interrupted"
+INTERRUPTED_FAILURE = {
+    "kind": INTERRUPTED,
+    "message": "the trial's worker stopped while it ran (killed, lost heartbeat or Ctrl-C)",
+    "log_tail": "",
+}
 IDENTITY_KEY = "autotune_identity"
 INFO_KEY = "autotune_info"
 BASELINE_KEY = "autotune_baseline"
@@ -65,17 +71,18 @@ def isolated_runner(
 
 
 class _RetryInterrupted(RetryHeartbeatStaleTrialCallback):
-    """Marks a trial whose process died as interrupted, then queues it once more with the same
-    parameters (Optuna's retry callback, ``max_retry=1``)."""
+    """Queues an interrupted trial once more with the same parameters (Optuna's retry callback
+    with ``max_retry=1``); the retry starts without the interrupted trial's failure record.
+
+    Optuna calls it for trials whose heartbeat went stale; :meth:`Study.optimize` calls it for
+    trials interrupted on this host (worker killed, Ctrl-C)."""
 
     def __init__(self) -> None:
         with quiet_experimental():
             super().__init__(max_retry=1)
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        failure = {"kind": INTERRUPTED, "message": "the trial's worker stopped while it ran"}
-        study._storage.set_trial_user_attr(trial._trial_id, "failure", failure)
-        trial.user_attrs["failure"] = None  # the retry starts clean
+        trial.user_attrs["failure"] = None
         super().__call__(study, trial)
 
 
@@ -123,10 +130,14 @@ def record_of(trial: FrozenTrial) -> TrialRecord:
     fidelity = attrs.get("fidelity")
     constraints = trial.constraints
     feasible = all(v <= 0 for v in constraints.values()) if constraints else None
-    failure = attrs.get("failure") if trial.state == TrialState.FAIL else None
-    reason = attrs.get("pruned_reason") if trial.state == TrialState.PRUNED else None
+    failure = None
     if trial.state == TrialState.FAIL:
-        reason = failure["message"] if failure else "failed (no autotune record: see Optuna's log)"
+        # A failed trial without autotune's record never finished its objective: its worker was
+        # killed, lost its heartbeat or was stopped by Ctrl-C. It is retried, not counted.
+        failure = attrs.get("failure") or INTERRUPTED_FAILURE
+    reason = attrs.get("pruned_reason") if trial.state == TrialState.PRUNED else None
+    if failure is not None:
+        reason = failure["message"]
     return TrialRecord(
         number=trial.number,
         state={
@@ -359,16 +370,27 @@ class Study:
 
     def _fail_orphans(self) -> None:
         """Fails RUNNING trials whose worker process on this host is gone (killed mid-trial),
-        and queues their retry, without waiting for the heartbeat's grace period."""
+        without waiting for the heartbeat's grace period."""
         host = socket.gethostname()
-        callback = _RetryInterrupted()
-        for trial in self.optuna.get_trials(deepcopy=True, states=(TrialState.RUNNING,)):
+        for trial in self.optuna.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
             worker = trial.user_attrs.get("worker") or {}
             if worker.get("host") != host or _alive(worker):
                 continue
             with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
-                if self._storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL):
-                    callback(self.optuna, trial)
+                self._storage.set_trial_user_attr(trial._trial_id, "failure", INTERRUPTED_FAILURE)
+                self._storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL)
+
+    def _retry_interrupted(self) -> None:
+        """Queues one retry, with the same parameters, of each interrupted trial that has none
+        (a retry that is interrupted again is not retried: ``max_retry=1``)."""
+        trials = self.optuna.get_trials(deepcopy=False)
+        retried = {n for t in trials for n in t.system_attrs.get("retry_history", [])}
+        callback = _RetryInterrupted()
+        for trial in trials:
+            if trial.number in retried or trial.state != TrialState.FAIL:
+                continue
+            if record_of(trial).failure_kind == INTERRUPTED:
+                callback(self.optuna, copy.deepcopy(trial))
 
     def _twin(self, number: int, config: TrialConfig) -> FrozenTrial | None:
         """A finished trial that already measured ``config`` (complete or pruned)."""
@@ -437,6 +459,11 @@ class Study:
         except TrialFailure as failure:
             trial.set_user_attr("failure", failure.to_dict())
             raise
+        except ConfigError as error:  # the experiment is broken: recorded, then the study stops
+            trial.set_user_attr(
+                "failure", {"kind": "exception", "message": str(error), "log_tail": ""}
+            )
+            raise
         trial.set_user_attr("result", _compact(result))
         if result.throughput is not None:
             trial.set_user_attr("throughput", result.throughput.to_dict())
@@ -470,6 +497,7 @@ class Study:
             raise ConfigError("give n_trials or timeout (or both); otherwise the study never ends")
         started = time.monotonic()
         self._fail_orphans()
+        self._retry_interrupted()
         self.ensure_baseline()
         consecutive_failures = 0
         finished: list[FrozenTrial] = []
