@@ -210,7 +210,9 @@ def _validate_parameter(source: str, key: str, parameter: object) -> None:
             )
         step = parameter.multiple_of
         if key == "batch_size" and step not in (1, *MULTIPLES):
-            raise _fail(source, f"{where}.multiple_of", f"one of {list(MULTIPLES)}", step)
+            raise _fail(
+                source, f"{where}.multiple_of", "8 or 16 (or left out for any integer)", step
+            )
         if not _is_int(step) or step < 1:
             raise _fail(source, f"{where}.multiple_of", "an integer >= 1", step)
         if parameter.low % step or parameter.high % step:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import datetime as dt
+import hashlib
+import json
 import socket
 import time
 from collections.abc import Callable
@@ -158,11 +160,23 @@ def record_of(trial: FrozenTrial) -> TrialRecord:
     )
 
 
-def _identity(experiment: Experiment, space: SearchSpace, tolerance: float) -> dict[str, Any]:
+#: RunSettings fields that a study sets per run; the others decide how every trial is measured.
+PER_RUN_SETTINGS = ("seed", "measure_throughput", "curve", "stop_below_samples_per_second")
+
+
+def _measurement(settings: RunSettings) -> dict[str, Any]:
+    return {k: v for k, v in settings.to_dict().items() if k not in PER_RUN_SETTINGS}
+
+
+def _identity(
+    experiment: Experiment, space: SearchSpace, tolerance: float, settings: RunSettings
+) -> dict[str, Any]:
     versions = hardware.versions()
+    measurement = json.dumps(_measurement(settings), sort_keys=True).encode()
     return {
         "experiment": experiment.name,
         "space": space.digest(),
+        "measurement": hashlib.sha256(measurement).hexdigest()[:16],
         "objectives": [f"{name}:{d}" for name, d in zip(OBJECTIVES, DIRECTIONS, strict=True)],
         "tolerance": tolerance,
         "hardware": hardware.fingerprint(),
@@ -261,7 +275,7 @@ class Study:
             return None
 
     def _check_identity(self, allow_mismatch: bool, is_new: bool) -> None:
-        current = _identity(self.experiment, self.space, self.tolerance)
+        current = _identity(self.experiment, self.space, self.tolerance, self.settings)
         attrs = self.optuna.user_attrs
         if is_new or IDENTITY_KEY not in attrs:
             with quiet_experimental():
@@ -273,6 +287,7 @@ class Study:
                     "experiment_reference": self.reference,
                     "space": self.space.to_dict(),
                     "space_source": self.space.source,
+                    "settings": _measurement(self.settings),
                     "hardware": hardware.hardware(),
                     "versions": hardware.versions(),
                     "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -666,6 +681,7 @@ def load_study(
         storage,
         name,
         tolerance=identity["tolerance"],
+        settings=RunSettings().replace(**info.get("settings", {})),
         runner=runner,
         allow_mismatch=True,
     )
