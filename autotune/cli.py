@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -23,16 +24,36 @@ F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_EXPERIMENT = str(Path(__file__).resolve().parent.parent / "experiments" / "digits_cnn.py")
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so the running trial is stopped and recorded the same way."""
+
+
+def _raise_terminated(signum: int, _frame: Any) -> None:
+    raise Terminated(signum)
+
+
 def _handle_errors(command: F) -> F:
-    """Turns autotune's errors into a message on stderr and the error's exit code."""
+    """Turns autotune's errors into a message on stderr and the error's exit code; Ctrl-C and
+    SIGTERM stop the running trial and exit 130 or 143 (128 + the signal's number)."""
 
     @wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
         try:
             return command(*args, **kwargs)
         except AutotuneError as error:
             click.echo(f"autotune: error: {error}", err=True)
             sys.exit(error.exit_code)
+        except KeyboardInterrupt as interrupt:
+            number = signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT
+            click.echo(
+                f"autotune: stopped by {signal.Signals(number).name}; the running trial was "
+                "stopped and marked interrupted. Run the same command again to resume.",
+                err=True,
+            )
+            sys.exit(128 + number)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
 
     return wrapper  # type: ignore[return-value]
 

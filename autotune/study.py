@@ -479,6 +479,9 @@ class Study:
                 "failure", {"kind": "exception", "message": str(error), "log_tail": ""}
             )
             raise
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the trial process is already stopped
+            trial.set_user_attr("failure", INTERRUPTED_FAILURE)
+            raise
         trial.set_user_attr("result", _compact(result))
         if result.throughput is not None:
             trial.set_user_attr("throughput", result.throughput.to_dict())
