@@ -3,7 +3,7 @@
 Reads the request (experiment reference, config, settings) from REQUEST, runs the trial and writes
 a JSON outcome to RESULT atomically: ``{"status": "ok", "result": ...}``, ``{"status": "failed",
 "kind": ..., "message": ...}`` or ``{"status": "config_error", "message": ...}``. Its stdout and
-stderr are the trial's log, kept by the parent. It dies with its parent (PR_SET_PDEATHSIG).
+stderr are the trial's log, kept by the parent. It and every process it starts die with its parent.
 """
 
 from __future__ import annotations
@@ -13,20 +13,41 @@ import json
 import os
 import signal
 import sys
+import threading
+import time
 import traceback
 from pathlib import Path
 from typing import Any
 
 PR_SET_PDEATHSIG = 1
+WATCHDOG_SECONDS = 0.2
+
+
+def _kill_my_group(*_: object) -> None:
+    """SIGKILLs this process's whole process group: the trial and anything it started."""
+    os.killpg(0, signal.SIGKILL)
 
 
 def _die_with_parent(parent_pid: int) -> None:
-    """Asks Linux to SIGKILL this process when its parent dies; exits if it already has."""
+    """Ends this process and every process it started when the parent dies.
+
+    Linux sends SIGTERM on the parent's death (PR_SET_PDEATHSIG), whose handler kills the whole
+    process group; a watchdog thread does the same if the main thread is busy in native code
+    when it happens. This process leads its own group (the parent starts it in a new session).
+    """
+    signal.signal(signal.SIGTERM, _kill_my_group)
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(WATCHDOG_SECONDS)
+        _kill_my_group()
+
     if os.getppid() != parent_pid:  # the parent died before prctl took effect
-        os._exit(1)
+        _kill_my_group()
+    threading.Thread(target=watch, name="autotune-parent-watchdog", daemon=True).start()
 
 
 def _write(path: Path, outcome: dict[str, Any]) -> None:

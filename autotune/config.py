@@ -145,7 +145,8 @@ class RunSettings:
         seed: seed for weights, shuffling and dropout; the same seed gives the same curve.
         measure_throughput: run the warm-up and timed windows (off for extra baseline seeds).
         warmup_min_steps: steps always run before steady state can be declared.
-        warmup_max_steps: warm-up ends here even if step times still fall.
+        warmup_max_steps: warm-up ends here even if step times still fall (at least 2: the
+            first step compiles, so a steady step time needs a second).
         warmup_max_seconds: warm-up ends after this long even if step times still fall.
         window_seconds: target length of one timed window; windows hold whole steps.
         min_window_steps: fewest steps in one timed window.
@@ -178,7 +179,7 @@ class RunSettings:
     def __post_init__(self) -> None:
         _check_int("RunSettings", "seed", self.seed, 0)
         _check_int("RunSettings", "warmup_min_steps", self.warmup_min_steps, 1)
-        _check_int("RunSettings", "warmup_max_steps", self.warmup_max_steps, 1)
+        _check_int("RunSettings", "warmup_max_steps", self.warmup_max_steps, 2)
         if self.warmup_max_steps < self.warmup_min_steps:
             raise ConfigError(
                 "RunSettings: warmup_min_steps <= warmup_max_steps must hold. Received: "

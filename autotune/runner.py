@@ -28,12 +28,16 @@ from autotune.result import CurvePoint, RunResult
 
 
 class _Trainer:
-    """Runs training steps of a compiled model from one iterator, checking the loss."""
+    """Runs training steps of a compiled model from one iterator, checking the loss.
 
-    def __init__(self, model: keras.Model, dataset: tf.data.Dataset, batch_size: int) -> None:
+    With ``xla_compiles`` the first step is where XLA compiles the training step, so an error
+    there is reported as an XLA compilation failure.
+    """
+
+    def __init__(self, model: keras.Model, dataset: tf.data.Dataset, xla_compiles: bool) -> None:
         self.model = model
         self.iterator = iter(dataset)
-        self.batch_size = batch_size
+        self.xla_compiles = xla_compiles
         self.steps = 0
         model.make_train_function()
         self._step: Callable[[Any], dict[str, Any]] = model.train_function
@@ -42,8 +46,16 @@ class _Trainer:
         """Runs ``steps`` steps and returns the mean loss, read back so all work is finished."""
         logs: dict[str, Any] = {}
         for _ in range(steps):
-            logs = self._step(self.iterator)
-        self.steps += steps
+            if self.xla_compiles and self.steps == 0:
+                try:
+                    logs = self._step(self.iterator)
+                except tf.errors.OpError as error:
+                    raise TrialFailure(
+                        "xla_compile", f"XLA could not compile the training step: {error.message}"
+                    ) from error
+            else:
+                logs = self._step(self.iterator)
+            self.steps += 1
         loss = float(logs["loss"])
         if not math.isfinite(loss):
             raise TrialFailure("nan", f"training loss became {loss} by step {self.steps} ({phase})")
@@ -219,19 +231,12 @@ def run_trial(experiment: Experiment, config: TrialConfig, settings: RunSettings
     compile_seconds = steady_seconds = 0.0
     stopped_early: str | None = None
     if settings.measure_throughput:
-        trainer = _Trainer(model, train_data, config.batch_size)
+        trainer = _Trainer(model, train_data, xla_compiles=bool(model.jit_compile))
         phase_start = time.perf_counter()
         detector = WarmupDetector(min_steps=settings.warmup_min_steps)
         while True:
             step_start = time.perf_counter()
-            try:
-                trainer.run(1, "warm-up")
-            except tf.errors.OpError as error:
-                if config.jit_compile and trainer.steps == 0:
-                    raise TrialFailure(
-                        "xla_compile", f"XLA could not compile the training step: {error.message}"
-                    ) from error
-                raise
+            trainer.run(1, "warm-up")
             detector.add(time.perf_counter() - step_start)
             if detector.steady or trainer.steps >= settings.warmup_max_steps:
                 break
@@ -334,7 +339,9 @@ def _train_curve(
     model.reset_metrics()
     keras.utils.set_random_seed(settings.seed)
     train_data, _ = training_pipeline(experiment, config, settings.seed)
-    trainer = _Trainer(model, train_data, config.batch_size)
+    trainer = _Trainer(
+        model, train_data, xla_compiles=bool(model.jit_compile) and not settings.measure_throughput
+    )
     curve: list[CurvePoint] = []
     metrics: dict[str, float] = {}
     for step in checkpoint_steps(samples, config.batch_size, settings.checkpoints):

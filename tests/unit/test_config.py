@@ -506,7 +506,7 @@ def test_stop_below_accepts_none_and_finite_numbers(value):
         ("seed", 1.0, 0),
         ("seed", True, 0),
         ("warmup_min_steps", 0, 1),
-        ("warmup_max_steps", 0, 1),
+        ("warmup_max_steps", 1, 2),
         ("min_window_steps", 0, 1),
         ("windows", 0, 1),
         ("windows", 7.0, 1),
@@ -534,3 +534,8 @@ def test_run_settings_optional_integers_accept_none_and_positive_values():
 
 def test_seed_zero_is_allowed():
     assert RunSettings(seed=0).seed == 0
+
+
+def test_a_one_step_warmup_is_refused_because_the_first_step_compiles():
+    with pytest.raises(ConfigError, match=r"warmup_max_steps must be an integer >= 2"):
+        RunSettings(warmup_min_steps=1, warmup_max_steps=1)
