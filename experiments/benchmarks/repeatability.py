@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -55,6 +56,7 @@ def main() -> None:
         f"{facts['memory_bytes'] / 2**30:.0f} GiB, GPUs: {facts['gpus'] or 'none'}",
         f"- versions: {versions()}",
         f"- command: `python {' '.join(sys.argv)}`",
+        f"- load average at the end (1/5/15 min): {os.getloadavg()}",
         f"- settings: {settings.windows} windows of ~{settings.window_seconds} s after warm-up",
         "",
         "| run | median samples/s | 95% CI | CI half-width | warm-up steps | compile s |",
