@@ -364,5 +364,82 @@ def export(storage: str, study_name: str | None, output: str, max_fidelity: floa
     click.echo(f"wrote {path}: {recipe.config.describe()} ({recipe.note})")
 
 
+@main.command()
+@STORAGE_OPTION
+@STUDY_OPTION
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default="report.html",
+    show_default=True,
+    help="Where to write the report (one HTML file that works offline).",
+)
+@_handle_errors
+def report(storage: str, study_name: str | None, output: str) -> None:
+    """Write a study's report: Pareto front, curves, step times, importance, history, recipes.
+
+    Reads the storage only; the experiment is not loaded and TensorFlow is not imported.
+    """
+    from autotune.records import load_records
+    from autotune.report import write_report
+
+    _quiet_optuna()
+    records = load_records(storage, study_name)
+    path = write_report(records, output)
+    front = len(records.pareto())
+    click.echo(
+        f"wrote {path}: study {records.study_name}, {len(records.trials)} trials, "
+        f"{front} on the Pareto front"
+    )
+
+
+@main.command()
+@STORAGE_OPTION
+@STUDY_OPTION
+@click.option(
+    "--port", type=click.IntRange(1, 65535), default=8050, show_default=True, help="HTTP port."
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on (127.0.0.1: this machine only).",
+)
+@_handle_errors
+def dashboard(storage: str, study_name: str | None, port: int, host: str) -> None:
+    """Serve a live dashboard of a study, re-read every 2 s while it runs (Ctrl-C stops it).
+
+    A fidelity-tolerance slider shows the fastest configuration within it; clicking a point of
+    the Pareto figure shows its curve, step time and recipe JSON.
+    """
+    from autotune.dashboard import create_app
+
+    _quiet_optuna()
+    app = create_app(storage, study_name)
+    _check_listen(host, port)
+    click.echo(f"autotune dashboard of {storage} on http://{host}:{port}/ (Ctrl-C stops it)")
+    try:
+        app.run(host=host, port=port, debug=False)
+    except KeyboardInterrupt:
+        return
+
+
+def _check_listen(host: str, port: int) -> None:
+    """Raises ConfigError naming --host/--port when the address cannot be listened on."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        with socket.socket(infos[0][0], socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(infos[0][4])
+    except OSError as error:  # the port is taken, or the address is not this machine's
+        raise ConfigError(
+            f"--host/--port: cannot listen on {host}:{port} ({error.strerror or error}). "
+            f"Received: --host {host} --port {port}"
+        ) from error
+
+
 if __name__ == "__main__":
     main()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -22,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import optuna
 import psutil
@@ -38,6 +39,9 @@ from autotune.measure import Estimate
 from autotune.recipe import Recipe
 from autotune.result import RunResult
 from autotune.space import SearchSpace, resolve_space, space_from_dict
+
+if TYPE_CHECKING:
+    from autotune.records import StudyRecords
 from autotune.storage import DEFAULT_STORAGE, open_storage, pick_study_name, quiet_experimental
 
 OBJECTIVES = ("throughput", "fidelity")
@@ -555,87 +559,34 @@ class Study:
 
     # ----------------------------------------------------------------- results
     def pareto_front(self) -> list[TrialRecord]:
-        """Feasible trials no other trial beats on both throughput and fidelity, fastest first."""
-        records = [record_of(t) for t in self.optuna.best_trials]
-        return sorted(
-            (r for r in records if r.duplicate_of is None),
-            key=lambda r: -(r.throughput.median if r.throughput else 0.0),
-        )
+        """Feasible trials that neither another trial nor the baseline beats on both throughput
+        and fidelity, fastest first (see :func:`autotune.records.pareto_front`)."""
+        numbers = [row.number for row in self._stored().pareto()]
+        by_number = {record.number: record for record in self.records()}
+        return [by_number[number] for number in numbers]
 
     def best(self, max_fidelity: float | None = None) -> Recipe:
         """The fastest measured configuration with fidelity <= ``max_fidelity`` (default: the
         study's tolerance) that beats the baseline; the baseline itself, with a note saying so,
         when none does."""
         limit = self.tolerance if max_fidelity is None else max_fidelity
-        baseline_throughput, _, _ = self._baseline_parts()
-        candidates = [
-            r
-            for r in self.records()
-            if r.state == "complete"
-            and r.fidelity is not None
-            and r.fidelity <= limit
-            and r.throughput is not None
-            and r.duplicate_of is None
-        ]
-        faster = [
-            r
-            for r in candidates
-            if r.throughput and r.throughput.median > baseline_throughput.median
-        ]
-        if not faster:
-            return self._baseline_recipe(
-                f"no trial was faster than the baseline with fidelity <= {limit:g} "
-                f"({len(candidates)} within the limit); keep the baseline configuration"
-            )
-        best = max(faster, key=lambda r: r.throughput.median if r.throughput else 0.0)
-        return self._recipe(best, baseline_throughput, limit)
-
-    def _recipe(self, record: TrialRecord, baseline: Estimate, limit: float) -> Recipe:
-        assert record.config is not None and record.throughput is not None
-        result = record.user_attrs.get("result") or {}
-        speedup = record.throughput.median / baseline.median
-        return Recipe(
-            config=record.config,
-            learning_rate=result.get("effective", {}).get("learning_rate"),
-            throughput=record.throughput.to_dict(),
-            baseline_throughput=baseline.to_dict(),
-            speedup=speedup,
-            fidelity=record.fidelity,
-            tolerance=self.tolerance,
-            experiment=self.reference,
-            study=self.name,
-            storage=self.storage_url,
-            trial=record.number,
-            effective=result.get("effective", {}),
-            hardware=result.get("hardware", {}),
-            versions=result.get("versions", {}),
-            note=(
-                f"{speedup:.2f}x the baseline's throughput with fidelity {record.fidelity:.2f} "
-                f"(limit {limit:g}; 1.0 = as different as a seed re-run)"
-            ),
-            created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        stored = self._stored()
+        best = stored.fastest_within(limit)
+        if best is not None:
+            return stored.recipe(best, limit)
+        within = sum(
+            1 for r in stored.trials if r.scored and r.fidelity is not None and r.fidelity <= limit
+        )
+        return dataclasses.replace(
+            stored.recipe(None),
+            note=f"no trial was faster than the baseline with fidelity <= {limit:g} "
+            f"({within} within the limit); keep the baseline configuration",
         )
 
-    def _baseline_recipe(self, note: str) -> Recipe:
-        main = self._baseline_attrs()["runs"][str(BASELINE_SEEDS[0])]
-        return Recipe(
-            config=self.baseline_config,
-            learning_rate=main.get("effective", {}).get("learning_rate"),
-            throughput=main["throughput"],
-            baseline_throughput=main["throughput"],
-            speedup=1.0,
-            fidelity=0.0,
-            tolerance=self.tolerance,
-            experiment=self.reference,
-            study=self.name,
-            storage=self.storage_url,
-            trial=None,
-            effective=main.get("effective", {}),
-            hardware=main.get("hardware", {}),
-            versions=main.get("versions", {}),
-            note=note,
-            created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        )
+    def _stored(self) -> StudyRecords:
+        from autotune.records import read_records
+
+        return read_records(self._storage, self.storage_url, self.name)
 
 
 def _this_worker() -> dict[str, Any]:

@@ -1,0 +1,191 @@
+"""A small stored study for the tests of records, report and dashboard, made with a fake runner.
+
+Not a conftest pytest loads by itself: the test files import :func:`build_demo_study` and wrap it
+in their own fixtures. Nothing is trained; no TensorFlow is imported.
+
+The fake world (noise floor 0.04/3, tolerance 1.5, baseline 1000 samples/s at batch size 32):
+
+=====  =========================  ===========  ========  ==========================
+trial  configuration              samples/s    fidelity  outcome
+=====  =========================  ===========  ========  ==========================
+0      float32 bs=64              2000         0.9       feasible, dominated by 2
+1      float32 bs=256             8000         2.7       infeasible
+2      bf16 xla bs=32             3000         0.3       Pareto
+3      bf16 xla bs=64             6000         1.2       Pareto
+4      float16 bs=32              10           -         pruned (slower)
+5      float32 bs=512             -            -         failed (oom)
+6      bf16 xla bs=32             3000         0.3       repeat of trial 2
+7      bf16 no-xla bs=16          -            -         failed (exception)
+=====  =========================  ===========  ========  ==========================
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from autotune.config import RunSettings, TrialConfig
+from autotune.exceptions import TrialFailure
+from autotune.measure import confidently_below, summarize
+from autotune.result import CurvePoint, RunResult
+from autotune.space import SearchSpace, choices
+from autotune.study import Study
+
+BASE_BATCH = 32
+BASE_SPEED = 1000.0
+SEED_OFFSETS = {0: 0.0, 1: 0.01, 2: -0.01}
+FLOOR = (0.01 + 0.01 + 0.02) / 3
+TOLERANCE = 1.5
+
+SPACE = SearchSpace(
+    "fake",
+    {
+        "precision": choices("float32", "mixed_bfloat16", "mixed_float16"),
+        "jit_compile": choices(False, True),
+        "batch_size": choices(16, 32, 64, 128, 256, 512),
+    },
+)
+
+EXPERIMENT_SOURCE = """
+from autotune import Experiment
+
+fake = Experiment(
+    name="fake",
+    model=lambda: None,
+    train_data=lambda: None,
+    validation_data=lambda: None,
+    loss="mse",
+    optimizer=lambda learning_rate: None,
+    base_batch_size=32,
+    base_learning_rate=0.01,
+)
+"""
+
+
+def params(precision: str = "float32", jit_compile: bool = False, batch_size: int = 32) -> dict:
+    return {"precision": precision, "jit_compile": jit_compile, "batch_size": batch_size}
+
+
+TRIALS = [
+    params("float32", False, 64),
+    params("float32", False, 256),
+    params("mixed_bfloat16", True, 32),
+    params("mixed_bfloat16", True, 64),
+    params("mixed_float16", False, 32),
+    params("float32", False, 512),
+    params("mixed_bfloat16", True, 32),
+    params("mixed_bfloat16", False, 16),
+]
+PARETO = [3, 2]
+DOMINATED = [0]
+INFEASIBLE = [1]
+PRUNED = [4]
+FAILED = [5, 7]
+REPEATS = {6: 2}
+
+
+def speed_of(config: TrialConfig) -> float:
+    """samples/s: proportional to batch size, x2 for bfloat16, /100 for float16, x1.5 for XLA."""
+    speed = BASE_SPEED * config.batch_size / BASE_BATCH
+    if config.precision == "mixed_bfloat16":
+        speed *= 2
+    if config.precision == "mixed_float16":
+        speed *= 0.01
+    if config.jit_compile:
+        speed *= 1.5
+    return speed
+
+
+def drift_of(config: TrialConfig) -> float:
+    """Constant log-loss offset from the baseline: bigger batches drift more; bfloat16 a bit."""
+    drift = 0.012 * math.log2(config.batch_size / BASE_BATCH)
+    if config.precision == "mixed_bfloat16":
+        drift += 0.004
+    return drift
+
+
+def fidelity_of(config: TrialConfig) -> float:
+    return abs(drift_of(config)) / FLOOR
+
+
+def fake_result(config: TrialConfig, settings: RunSettings) -> RunResult:
+    throughput = None
+    windows: list[float] = []
+    stopped = None
+    if settings.measure_throughput:
+        speed = speed_of(config)
+        windows = [
+            speed * (1 + 0.01 * (k - settings.windows // 2)) for k in range(settings.windows)
+        ]
+        throughput = summarize(windows)
+        threshold = settings.stop_below_samples_per_second
+        if threshold is not None and confidently_below(throughput, threshold):
+            stopped = f"throughput {throughput.median:.0f} samples/s is below the baseline's"
+    curve = []
+    if settings.curve and stopped is None:
+        offset = drift_of(config) + SEED_OFFSETS[settings.seed]
+        curve = [
+            CurvePoint(samples=256 * i, val_loss=2.0 * math.exp(-0.1 * i + offset))
+            for i in range(1, settings.checkpoints + 1)
+        ]
+    return RunResult(
+        config=config,
+        effective={
+            "dtype_policy": config.precision,
+            "learning_rate": 0.01 * config.batch_size / BASE_BATCH,
+        },
+        throughput=throughput,
+        window_samples_per_second=windows,
+        steps_per_window=10,
+        compile_seconds=2.5 if config.jit_compile else 0.5,
+        steady_step_seconds=config.batch_size / speed_of(config),
+        curve=curve,
+        stopped_early=stopped,
+        hardware={"cpu": "fake cpu"},
+        versions={"keras": "0.0-fake"},
+    )
+
+
+def fake_runner(
+    reference: str, config: TrialConfig, settings: RunSettings, log_dir: Path | None
+) -> RunResult:
+    if config.batch_size >= 512:
+        raise TrialFailure("oom", f"out of memory at batch_size={config.batch_size}")
+    if config.batch_size == 16:
+        raise TrialFailure("exception", "the fake runner failed", "last lines of the log")
+    return fake_result(config, settings)
+
+
+@dataclass(frozen=True)
+class DemoStudy:
+    """Where a demo study was stored."""
+
+    storage: str
+    name: str
+    experiment_ref: str
+    folder: Path
+
+
+def write_experiment(folder: Path) -> str:
+    path = folder / "fake_experiment.py"
+    path.write_text(EXPERIMENT_SOURCE, encoding="utf-8")
+    return f"{path}:fake"
+
+
+def build_demo_study(
+    folder: Path, trials: list[dict] | None = None, name: str | None = None
+) -> DemoStudy:
+    """Stores a study of ``trials`` (default :data:`TRIALS`, in order) in ``folder/study.db``."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    folder.mkdir(parents=True, exist_ok=True)
+    reference = write_experiment(folder)
+    storage = f"sqlite:///{folder / 'study.db'}"
+    study = Study(reference, SPACE, storage, name, runner=fake_runner, seed=0)
+    chosen = TRIALS if trials is None else trials
+    for config in chosen:
+        study.optuna.enqueue_trial(config)
+    study.optimize(n_trials=len(chosen))
+    return DemoStudy(storage, study.name, reference, folder)

@@ -1,0 +1,381 @@
+"""Unit tests for autotune.records: a stored study (made with a fake runner) read into plain rows
+without loading the experiment, Plotly or TensorFlow."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import optuna
+import pytest
+from conftest_report import (
+    BASE_SPEED,
+    DOMINATED,
+    FAILED,
+    FLOOR,
+    INFEASIBLE,
+    PARETO,
+    PRUNED,
+    REPEATS,
+    SPACE,
+    TOLERANCE,
+    TRIALS,
+    DemoStudy,
+    build_demo_study,
+    fake_runner,
+    fidelity_of,
+    write_experiment,
+)
+
+import autotune
+from autotune.config import TrialConfig
+from autotune.exceptions import ConfigError
+from autotune.measure import Estimate
+from autotune.recipe import Recipe
+from autotune.records import (
+    StudyRecords,
+    TrialRow,
+    load_records,
+    pareto_front,
+    read_records,
+)
+from autotune.storage import open_storage
+from autotune.study import Study, load_study
+
+PACKAGE_PARENT = Path(autotune.__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoStudy:
+    return build_demo_study(tmp_path_factory.mktemp("demo"))
+
+
+@pytest.fixture(scope="module")
+def records(demo: DemoStudy) -> StudyRecords:
+    return load_records(demo.storage)
+
+
+# --------------------------------------------------------------------------------------------
+# The study and its baseline
+# --------------------------------------------------------------------------------------------
+
+
+def test_study_facts(records: StudyRecords, demo: DemoStudy) -> None:
+    assert records.study_name == "fake-fake" == demo.name
+    assert records.storage == demo.storage
+    assert records.tolerance == TOLERANCE
+    assert records.experiment == "fake"
+    assert records.experiment_reference == demo.experiment_ref
+    assert records.metric_names == ("throughput", "fidelity")
+    assert records.identity["space"] == SPACE.digest()
+    assert records.info["space"]["name"] == "fake"
+    assert "cpu" in records.hardware
+    assert "optuna" in records.versions
+    assert records.mismatches_allowed == ()
+    assert records.read_at.endswith("+00:00")
+    assert records.counts() == {"complete": 5, "pruned": 1, "failed": 2}
+
+
+def test_baseline(records: StudyRecords, demo: DemoStudy) -> None:
+    baseline = records.baseline
+
+    assert baseline.config == TrialConfig.baseline(32)
+    assert baseline.throughput is not None
+    assert baseline.throughput.median == pytest.approx(BASE_SPEED)
+    assert baseline.throughput.low < BASE_SPEED < baseline.throughput.high
+    assert baseline.measured
+    assert sorted(baseline.seed_curves) == [0, 1, 2]
+    assert baseline.curve == baseline.seed_curves[0]
+    assert len(baseline.curve) == 6
+    assert baseline.seed_curves[1][0].val_loss > baseline.curve[0].val_loss
+    assert baseline.noise_floor is not None
+    assert baseline.noise_floor.value == pytest.approx(FLOOR)
+    assert baseline.noise_floor.pairs == pytest.approx((0.01, 0.01, 0.02))
+    assert baseline.learning_rate == pytest.approx(0.01)
+    assert baseline.compile_seconds == pytest.approx(0.5)
+    assert baseline.steady_step_seconds == pytest.approx(0.032)
+    assert baseline.step_ms == pytest.approx(32.0)
+    assert baseline.log_dir == str(demo.folder.resolve() / "autotune_logs" / "fake-fake")
+    assert baseline.profile is None
+
+
+# --------------------------------------------------------------------------------------------
+# Trials
+# --------------------------------------------------------------------------------------------
+
+
+def test_one_row_per_trial_in_order(records: StudyRecords) -> None:
+    assert [r.number for r in records.trials] == list(range(len(TRIALS)))
+    assert [r.config.to_dict() if r.config else None for r in records.trials] == [
+        {**TrialConfig(batch_size=32).to_dict(), **params} for params in TRIALS
+    ]
+
+
+def test_complete_rows(records: StudyRecords) -> None:
+    for number in [*PARETO, *DOMINATED, *INFEASIBLE]:
+        row = records.trial(number)
+        assert row.state == "complete"
+        assert row.scored
+        assert row.config is not None and row.throughput is not None
+        assert row.fidelity == pytest.approx(fidelity_of(row.config))
+        assert row.feasible is (row.fidelity <= TOLERANCE)
+        assert len(row.curve) == 6
+        assert row.learning_rate == pytest.approx(0.01 * row.config.batch_size / 32)
+        assert row.effective["dtype_policy"] == row.config.precision
+        assert row.compile_seconds == pytest.approx(2.5 if row.config.jit_compile else 0.5)
+        assert row.step_ms == pytest.approx(1e3 * row.config.batch_size / row.throughput.median)
+        assert row.log_dir is not None and row.log_dir.endswith(f"trial_{number}")
+        assert row.started is not None and row.completed is not None
+        assert row.hardware == {"cpu": "fake cpu"}
+        assert row.profile is None
+        assert row.failure_kind is None and row.reason is None
+    assert records.trial(INFEASIBLE[0]).feasible is False
+
+
+def test_pruned_row_has_throughput_and_reason_but_no_curve(records: StudyRecords) -> None:
+    row = records.trial(PRUNED[0])
+
+    assert row.state == "pruned"
+    assert row.throughput is not None and row.throughput.median == pytest.approx(10.0)
+    assert row.fidelity is None and row.feasible is None
+    assert row.curve == ()
+    assert row.reason is not None and "below the baseline" in row.reason
+    assert not row.scored
+
+
+def test_failed_rows_have_kind_reason_and_log_tail(records: StudyRecords) -> None:
+    oom, broken = (records.trial(n) for n in FAILED)
+
+    assert (oom.state, oom.failure_kind) == ("failed", "oom")
+    assert oom.reason == "out of memory at batch_size=512"
+    assert (broken.state, broken.failure_kind) == ("failed", "exception")
+    assert broken.log_tail == "last lines of the log"
+    for row in (oom, broken):
+        assert row.throughput is None and row.fidelity is None and row.curve == ()
+        assert row.compile_seconds is None and row.steady_step_seconds is None
+
+
+def test_repeat_row_points_to_its_twin(records: StudyRecords) -> None:
+    (number, twin), *_ = REPEATS.items()
+    row = records.trial(number)
+
+    assert row.duplicate_of == twin
+    assert row.state == "complete"
+    assert row.fidelity == records.trial(twin).fidelity
+
+
+def test_params_and_distributions_are_plain(records: StudyRecords) -> None:
+    row = records.trial(0)
+
+    assert row.params == {"precision": "float32", "jit_compile": False, "batch_size": 64}
+    assert set(row.distributions) == set(row.params)
+    assert all(json.loads(text)["name"] for text in row.distributions.values())
+
+
+def test_unknown_trial(records: StudyRecords) -> None:
+    with pytest.raises(KeyError, match="no trial 99"):
+        records.trial(99)
+
+
+# --------------------------------------------------------------------------------------------
+# Pareto front, best within a tolerance, recipes: the study's own rules
+# --------------------------------------------------------------------------------------------
+
+
+def test_pareto_matches_the_study(records: StudyRecords, demo: DemoStudy) -> None:
+    study = load_study(demo.storage)
+
+    assert [r.number for r in records.pareto()] == PARETO
+    assert [r.number for r in records.pareto()] == [r.number for r in study.pareto_front()]
+
+
+def row(number: int, speed: float | None, fidelity: float | None, **changes: object) -> TrialRow:
+    estimate = Estimate(speed, speed, speed, 0.95, 7) if speed is not None else None
+    values: dict = {
+        "number": number,
+        "state": "complete" if fidelity is not None else "pruned",
+        "config": TrialConfig(batch_size=32),
+        "throughput": estimate,
+        "fidelity": fidelity,
+        "feasible": None if fidelity is None else fidelity <= 1.5,
+    }
+    values.update(changes)
+    return TrialRow(**values)
+
+
+def test_pareto_front_rules() -> None:
+    rows = [
+        row(0, 100.0, 0.5),  # dominated by 1
+        row(1, 200.0, 0.5),
+        row(2, 300.0, 1.0),
+        row(3, 300.0, 1.0),  # ties with 2: both non-dominated
+        row(4, 900.0, 2.0),  # infeasible
+        row(5, 800.0, None),  # pruned
+        row(6, 200.0, 0.5, duplicate_of=1),  # a repeat
+        row(7, None, None, state="failed"),
+        row(8, 150.0, 0.1),
+    ]
+
+    assert [r.number for r in pareto_front(rows)] == [2, 3, 1, 8]
+    assert pareto_front([]) == []
+
+
+@pytest.mark.parametrize("limit", [0.1, 0.5, 1.0, 1.5, 3.0])
+def test_fastest_within_matches_study_best(
+    records: StudyRecords, demo: DemoStudy, limit: float
+) -> None:
+    best = load_study(demo.storage).best(max_fidelity=limit)
+
+    found = records.fastest_within(limit)
+
+    assert (found.number if found else None) == best.trial
+
+
+def test_recipe_of_a_trial_matches_the_study(records: StudyRecords, demo: DemoStudy, tmp_path):
+    study_recipe = load_study(demo.storage).best()
+
+    recipe = records.recipe(records.trial(PARETO[0]))
+
+    assert recipe.trial == study_recipe.trial == PARETO[0]
+    assert recipe.config == study_recipe.config
+    assert recipe.learning_rate == pytest.approx(study_recipe.learning_rate)
+    assert recipe.speedup == pytest.approx(study_recipe.speedup)
+    assert recipe.fidelity == pytest.approx(study_recipe.fidelity)
+    assert recipe.throughput == study_recipe.throughput
+    assert recipe.baseline_throughput == study_recipe.baseline_throughput
+    assert recipe.experiment == demo.experiment_ref
+    assert "within the limit 1.5" in recipe.note
+    assert Recipe.load(recipe.save(tmp_path / "r.json")) == recipe
+
+
+def test_recipe_of_the_baseline_and_of_a_pruned_trial(records: StudyRecords) -> None:
+    baseline = records.recipe(None)
+    pruned = records.recipe(records.trial(PRUNED[0]))
+
+    assert baseline.is_baseline
+    assert baseline.config == TrialConfig.baseline(32)
+    assert baseline.learning_rate == pytest.approx(0.01)
+    assert baseline.speedup == 1.0 and baseline.fidelity == 0.0
+    assert pruned.trial == PRUNED[0]
+    assert "not a recommendation" in pruned.note
+
+
+# --------------------------------------------------------------------------------------------
+# Reading: partial studies, errors, no experiment, no TensorFlow, no Plotly
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage")
+def test_a_study_before_its_baseline(tmp_path: Path) -> None:
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    study = Study(write_experiment(tmp_path), SPACE, storage, runner=fake_runner)
+    study.optuna.ask()  # a trial someone is running right now
+
+    records = load_records(storage)
+
+    assert records.baseline.config is None
+    assert records.baseline.throughput is None and not records.baseline.measured
+    assert records.baseline.seed_curves == {} and records.baseline.noise_floor is None
+    assert [(r.number, r.state, r.config) for r in records.trials] == [(0, "running", None)]
+    assert records.pareto() == []
+    assert records.fastest_within(10.0) is None
+    with pytest.raises(ValueError, match="no baseline"):
+        records.recipe(None)
+
+
+def test_reading_does_not_load_the_experiment(tmp_path: Path) -> None:
+    demo = build_demo_study(tmp_path, trials=TRIALS[:1])
+    Path(demo.experiment_ref.rsplit(":", 1)[0]).unlink()
+
+    records = load_records(demo.storage, demo.name)
+
+    assert [r.number for r in records.trials] == [0]
+
+
+def test_missing_database_names_storage(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'nothing.db'}"
+
+    with pytest.raises(ConfigError, match=r"--storage: database file .* does not exist"):
+        load_records(url)
+
+
+def test_unknown_study_names_study(demo: DemoStudy) -> None:
+    with pytest.raises(ConfigError, match=r"--study 'nope' is not in .*fake-fake"):
+        load_records(demo.storage, "nope")
+
+
+def test_several_studies_need_a_name(tmp_path: Path) -> None:
+    demo = build_demo_study(tmp_path, trials=TRIALS[:1])
+    Study(demo.experiment_ref, SPACE, demo.storage, "other", runner=fake_runner)
+
+    with pytest.raises(ConfigError, match="--study is needed"):
+        load_records(demo.storage)
+    assert load_records(demo.storage, "other").trials == ()
+
+
+def test_a_study_autotune_did_not_make(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'plain.db'}"
+    optuna.create_study(storage=open_storage(url), study_name="plain")
+
+    with pytest.raises(ConfigError, match=r"'plain' .* was not made by autotune"):
+        load_records(url)
+
+
+def test_read_records_reuses_an_open_storage(demo: DemoStudy) -> None:
+    storage = open_storage(demo.storage, must_exist=True)
+
+    first = read_records(storage, demo.storage)
+    second = read_records(storage, demo.storage, demo.name)
+
+    assert [dataclasses.replace(r) for r in first.trials] == list(second.trials)
+
+
+def test_records_import_neither_tensorflow_nor_plotly(demo: DemoStudy) -> None:
+    code = textwrap.dedent(
+        f"""
+        import sys
+        from autotune.records import load_records
+        records = load_records({demo.storage!r})
+        assert records.pareto()
+        loaded = sorted(
+            m for m in sys.modules if m.split(".")[0] in ("tensorflow", "keras", "plotly", "dash")
+        )
+        print("loaded:", loaded)
+        sys.exit(1 if loaded else 0)
+        """
+    )
+
+    completed = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=PACKAGE_PARENT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+
+
+def test_the_baseline_dominates_every_trial_not_faster_than_it() -> None:
+    from autotune.measure import Estimate
+    from autotune.records import TrialRow, pareto_front
+
+    def row(number: int, rate: float, fidelity: float) -> TrialRow:
+        return TrialRow(
+            number=number,
+            state="complete",
+            config=TrialConfig(batch_size=32),
+            throughput=Estimate(rate, rate, rate, 0.97, 7),
+            fidelity=fidelity,
+            feasible=True,
+        )
+
+    slower_but_faithful, faster = row(0, 900.0, 0.1), row(1, 1500.0, 1.2)
+
+    assert [r.number for r in pareto_front([slower_but_faithful, faster])] == [1, 0]
+    assert [r.number for r in pareto_front([slower_but_faithful, faster], 1000.0)] == [1]
