@@ -8,23 +8,12 @@ from rich.console import Console
 from rich.table import Table
 
 from autotune.exceptions import TrialFailure
-from autotune.measure import Estimate
+from autotune.measure import format_throughput
 from autotune.result import RunResult
 
 if TYPE_CHECKING:
     from autotune.recipe import Recipe
     from autotune.study import TrialRecord
-
-
-def format_throughput(estimate: Estimate | None) -> str:
-    """'15,174 samples/s (95% CI 15,057-18,602, n=7)'; the CI's actual coverage when under 95%."""
-    if estimate is None:
-        return "not measured"
-    level = f"{estimate.confidence:.0%}" if estimate.confidence < 0.95 else "95%"
-    return (
-        f"{estimate.median:,.0f} samples/s ({level} CI {estimate.low:,.0f}-{estimate.high:,.0f}, "
-        f"n={estimate.n})"
-    )
 
 
 def _bytes(value: int | None) -> str:
@@ -153,11 +142,11 @@ def show_recipe(console: Console, recipe: Recipe) -> None:
     if recipe.learning_rate is not None:
         table.add_row("learning_rate", f"{recipe.learning_rate:g}")
     if recipe.throughput:
-        from autotune.measure import Estimate
+        from autotune.measure import Estimate, format_throughput
 
         table.add_row("throughput", format_throughput(Estimate(**recipe.throughput)))
     if recipe.baseline_throughput:
-        from autotune.measure import Estimate
+        from autotune.measure import Estimate, format_throughput
 
         table.add_row("baseline", format_throughput(Estimate(**recipe.baseline_throughput)))
     if recipe.speedup is not None:

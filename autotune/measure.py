@@ -97,6 +97,18 @@ class Estimate:
         }
 
 
+def format_throughput(estimate: Estimate | None) -> str:
+    """'15,174 samples/s (95% CI 15,057-18,602, n=7)', naming the interval's actual coverage
+    when it is under 95%; 'not measured' for None."""
+    if estimate is None:
+        return "not measured"
+    level = f"{estimate.confidence:.0%}" if estimate.confidence < CONFIDENCE else "95%"
+    return (
+        f"{estimate.median:,.0f} samples/s ({level} CI {estimate.low:,.0f}-{estimate.high:,.0f}, "
+        f"n={estimate.n})"
+    )
+
+
 def _binomial_cdf(k: int, n: int) -> float:
     """P(X <= k) for X ~ Binomial(n, 1/2)."""
     return sum(math.comb(n, i) for i in range(k + 1)) / 2.0**n

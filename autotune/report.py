@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from autotune import _plotly
 from autotune.exceptions import ConfigError
-from autotune.measure import Estimate
+from autotune.measure import format_throughput
 from autotune.records import PROFILE_COMPONENTS, StudyRecords, TrialRow
 
 if TYPE_CHECKING:
@@ -69,17 +69,6 @@ def parse_point_key(key: object) -> int | None:
     raise ValueError(f"a point key is 'baseline' or 'trial:<number>'. Received: {key!r}")
 
 
-def format_estimate(estimate: Estimate | None) -> str:
-    """'6,000 samples/s (95% CI 5,990-6,010, n=7)'; 'not measured' for None."""
-    if estimate is None:
-        return "not measured"
-    level = f"{estimate.confidence:.0%}" if estimate.confidence < 0.95 else "95%"
-    return (
-        f"{estimate.median:,.0f} samples/s ({level} CI {estimate.low:,.0f}-{estimate.high:,.0f}, "
-        f"n={estimate.n})"
-    )
-
-
 def _config_lines(records: StudyRecords, row: TrialRow | None) -> list[str]:
     config = records.baseline.config if row is None else row.config
     learning_rate = records.baseline.learning_rate if row is None else row.learning_rate
@@ -92,10 +81,13 @@ def _config_lines(records: StudyRecords, row: TrialRow | None) -> list[str]:
 def _hover(records: StudyRecords, row: TrialRow | None) -> str:
     """Everything about a point, one fact a line (joined with <br> for Plotly)."""
     if row is None:
-        lines = ["<b>baseline</b> (float32, no XLA)", format_estimate(records.baseline.throughput)]
+        lines = [
+            "<b>baseline</b> (float32, no XLA)",
+            format_throughput(records.baseline.throughput),
+        ]
         lines.append("fidelity 0 (the reference curve)")
     else:
-        lines = [f"<b>trial {row.number}</b> ({row.state})", format_estimate(row.throughput)]
+        lines = [f"<b>trial {row.number}</b> ({row.state})", format_throughput(row.throughput)]
         if row.fidelity is not None:
             lines.append(f"fidelity {row.fidelity:.3f} (tolerance {records.tolerance:g})")
         if row.reason:
@@ -965,7 +957,7 @@ def pareto_table_info(records: StudyRecords) -> list[RecipeRow]:
             RecipeRow(
                 number=row.number,
                 description=row.config.describe() if row.config else "-",
-                throughput=format_estimate(row.throughput),
+                throughput=format_throughput(row.throughput),
                 speedup=recipe.speedup,
                 fidelity=row.fidelity,
                 settings_json=json.dumps(
@@ -1009,14 +1001,14 @@ def recommendation_info(records: StudyRecords, tolerance: float) -> Recommendati
             tolerance,
             None,
             f"Keep the baseline ({baseline.config.describe()}, "
-            f"{format_estimate(baseline.throughput)}): no trial is faster than the baseline "
+            f"{format_throughput(baseline.throughput)}): no trial is faster than the baseline "
             f"with fidelity <= {tolerance:.2f} ({within} trial(s) within it).",
         )
     speedup = best.throughput.median / baseline.throughput.median
     return Recommendation(
         tolerance,
         best.number,
-        f"Trial {best.number}: {best.config.describe()}: {format_estimate(best.throughput)}, "
+        f"Trial {best.number}: {best.config.describe()}: {format_throughput(best.throughput)}, "
         f"{speedup:.2f}x the baseline, fidelity {best.fidelity:.2f} <= {tolerance:.2f}.",
     )
 
@@ -1059,7 +1051,7 @@ def header_info(records: StudyRecords) -> HeaderInfo:
         (
             "baseline",
             (baseline.config.describe() if baseline.config else "not run yet")
-            + f": {format_estimate(baseline.throughput)}",
+            + f": {format_throughput(baseline.throughput)}",
         ),
         (
             "seed noise floor",
