@@ -50,6 +50,9 @@ BASELINE_SEEDS = (0, 1, 2)
 DEFAULT_TOLERANCE = 1.5
 MAX_CONSECUTIVE_FAILURES = 5
 INTERRUPTED = "interrupted"
+#: A RUNNING trial without a worker record this old was left by a worker killed while Optuna
+#: created it (seconds).
+UNRECORDED_WORKER_SECONDS = 10.0
 INTERRUPTED_FAILURE = {
     "kind": INTERRUPTED,
     "message": "the trial's worker stopped while it ran (killed, lost heartbeat or Ctrl-C)",
@@ -209,6 +212,9 @@ class Study:
         tolerance: largest fidelity distance a configuration may have, in units of the seed
             noise floor (1.0 = as different as a re-run with another seed).
         settings: measurement settings; the space's [measure] overrides apply on top.
+        read_only: open a stored study to read it (what ``load_study`` does): an identity that
+            differs (another machine, other library versions) is neither refused nor recorded
+            until :meth:`optimize` is called, which then refuses it.
         allow_mismatch: resume even if the stored study was made with another experiment,
             space, objectives, tolerance, hardware or library versions.
         seed: seed of the sampler; on resume it is offset by the trials already stored, so the
@@ -229,6 +235,7 @@ class Study:
         tolerance: float = DEFAULT_TOLERANCE,
         settings: RunSettings | None = None,
         allow_mismatch: bool = False,
+        read_only: bool = False,
         seed: int = 0,
         runner: TrialRunner | None = None,
         log_root: str | Path | None = None,
@@ -261,7 +268,8 @@ class Study:
                 sampler=sampler,
                 load_if_exists=True,
             )
-        self._check_identity(allow_mismatch, is_new=existing is None)
+        self.read_only = read_only
+        self._check_identity(allow_mismatch or read_only, is_new=existing is None)
         if log_root is None:
             from autotune.storage import sqlite_path
 
@@ -305,7 +313,7 @@ class Study:
                 f"({'; '.join(differences)}); resuming would mix incomparable results. Use "
                 "another --study name, or --allow-mismatch to resume anyway"
             )
-        if differences:
+        if differences and not self.read_only:
             overrides = list(attrs.get("autotune_mismatches_allowed", []))
             overrides.append(
                 {"when": dt.datetime.now(dt.timezone.utc).isoformat(), "differences": differences}
@@ -389,11 +397,18 @@ class Study:
 
     def _fail_orphans(self) -> None:
         """Fails RUNNING trials whose worker process on this host is gone (killed mid-trial),
-        without waiting for the heartbeat's grace period."""
+        and those that never recorded a worker (killed between Optuna creating the trial and
+        the objective's first line; a live worker records itself within milliseconds), without
+        waiting for the heartbeat's grace period."""
         host = socket.gethostname()
+        now = dt.datetime.now()
         for trial in self.optuna.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            worker = trial.user_attrs.get("worker") or {}
-            if worker.get("host") != host or _alive(worker):
+            worker = trial.user_attrs.get("worker")
+            if worker is None:
+                started = trial.datetime_start or now
+                if (now - started).total_seconds() < UNRECORDED_WORKER_SECONDS:
+                    continue
+            elif worker.get("host") != host or _alive(worker):
                 continue
             with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
                 self._storage.set_trial_user_attr(trial._trial_id, "failure", INTERRUPTED_FAILURE)
@@ -438,10 +453,10 @@ class Study:
         return None
 
     def _objective(self, trial: optuna.Trial) -> tuple[float, float]:
+        trial.set_user_attr("worker", _this_worker())  # first: see _fail_orphans
+        trial.set_user_attr("failure", None)
         config = self.space.sample(trial, self.experiment.base_batch_size)
         trial.set_user_attr("config", config.to_dict())
-        trial.set_user_attr("failure", None)
-        trial.set_user_attr("worker", _this_worker())
 
         twin = self._twin(trial.number, config)
         if twin is not None:
@@ -517,6 +532,9 @@ class Study:
             raise ConfigError(f"n_trials must be an integer >= 0. Received: n_trials={n_trials!r}")
         if n_trials is None and timeout is None:
             raise ConfigError("give n_trials or timeout (or both); otherwise the study never ends")
+        if self.read_only:  # opened to read; adding trials needs the same identity
+            self.read_only = False
+            self._check_identity(allow_mismatch=False, is_new=False)
         started = time.monotonic()
         self._fail_orphans()
         self._retry_interrupted()
@@ -637,7 +655,7 @@ def load_study(
         tolerance=identity["tolerance"],
         settings=RunSettings().replace(**info.get("settings", {})),
         runner=runner,
-        allow_mismatch=True,
+        read_only=True,
     )
 
 

@@ -1267,3 +1267,35 @@ def test_different_measurement_settings_are_refused(make_study):
     make_study()
     with pytest.raises(ConfigError, match="measurement"):
         make_study(settings=RunSettings(windows=3))
+
+
+def test_a_running_trial_that_never_recorded_its_worker_is_failed_and_retried(
+    make_study, monkeypatch
+):
+    study = make_study()
+    study.optuna.enqueue_trial(A)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        orphan = study.optuna.ask()  # created, then the worker died before its first line
+    monkeypatch.setattr(autotune.study, "UNRECORDED_WORKER_SECONDS", 0.0)
+
+    study.optimize(n_trials=1)
+
+    records = records_by_number(study)
+    assert records[orphan.number].failure_kind == "interrupted"
+    retries = [
+        t for t in study.optuna.trials if t.system_attrs.get("failed_trial") == orphan.number
+    ]
+    assert len(retries) == 1 and retries[0].params == A
+
+
+def test_a_young_running_trial_without_a_worker_record_is_left_alone(make_study):
+    study = make_study()
+    study.optuna.enqueue_trial(A)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        young = study.optuna.ask()  # another worker's trial, a moment before its record
+
+    study.optimize(n_trials=1)
+
+    assert records_by_number(study)[young.number].state == "running"
