@@ -21,22 +21,16 @@ trial  configuration              samples/s    fidelity  outcome
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from fake_trials import fake_result
+
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import TrialFailure
-from autotune.measure import confidently_below, summarize
-from autotune.result import CurvePoint, RunResult
+from autotune.result import RunResult
 from autotune.space import SearchSpace, choices
 from autotune.study import Study
-
-BASE_BATCH = 32
-BASE_SPEED = 1000.0
-SEED_OFFSETS = {0: 0.0, 1: 0.01, 2: -0.01}
-FLOOR = (0.01 + 0.01 + 0.02) / 3
-TOLERANCE = 1.5
 
 SPACE = SearchSpace(
     "fake",
@@ -85,68 +79,6 @@ FAILED = [5, 7]
 REPEATS = {6: 2}
 
 
-def speed_of(config: TrialConfig) -> float:
-    """samples/s: proportional to batch size, x2 for bfloat16, /100 for float16, x1.5 for XLA."""
-    speed = BASE_SPEED * config.batch_size / BASE_BATCH
-    if config.precision == "mixed_bfloat16":
-        speed *= 2
-    if config.precision == "mixed_float16":
-        speed *= 0.01
-    if config.jit_compile:
-        speed *= 1.5
-    return speed
-
-
-def drift_of(config: TrialConfig) -> float:
-    """Constant log-loss offset from the baseline: bigger batches drift more; bfloat16 a bit."""
-    drift = 0.012 * math.log2(config.batch_size / BASE_BATCH)
-    if config.precision == "mixed_bfloat16":
-        drift += 0.004
-    return drift
-
-
-def fidelity_of(config: TrialConfig) -> float:
-    return abs(drift_of(config)) / FLOOR
-
-
-def fake_result(config: TrialConfig, settings: RunSettings) -> RunResult:
-    throughput = None
-    windows: list[float] = []
-    stopped = None
-    if settings.measure_throughput:
-        speed = speed_of(config)
-        windows = [
-            speed * (1 + 0.01 * (k - settings.windows // 2)) for k in range(settings.windows)
-        ]
-        throughput = summarize(windows)
-        threshold = settings.stop_below_samples_per_second
-        if threshold is not None and confidently_below(throughput, threshold):
-            stopped = f"throughput {throughput.median:.0f} samples/s is below the baseline's"
-    curve = []
-    if settings.curve and stopped is None:
-        offset = drift_of(config) + SEED_OFFSETS[settings.seed]
-        curve = [
-            CurvePoint(samples=256 * i, val_loss=2.0 * math.exp(-0.1 * i + offset))
-            for i in range(1, settings.checkpoints + 1)
-        ]
-    return RunResult(
-        config=config,
-        effective={
-            "dtype_policy": config.precision,
-            "learning_rate": 0.01 * config.batch_size / BASE_BATCH,
-        },
-        throughput=throughput,
-        window_samples_per_second=windows,
-        steps_per_window=10,
-        compile_seconds=2.5 if config.jit_compile else 0.5,
-        steady_step_seconds=config.batch_size / speed_of(config),
-        curve=curve,
-        stopped_early=stopped,
-        hardware={"cpu": "fake cpu"},
-        versions={"keras": "0.0-fake"},
-    )
-
-
 def fake_runner(
     reference: str, config: TrialConfig, settings: RunSettings, log_dir: Path | None
 ) -> RunResult:
@@ -154,7 +86,7 @@ def fake_runner(
         raise TrialFailure("oom", f"out of memory at batch_size={config.batch_size}")
     if config.batch_size == 16:
         raise TrialFailure("exception", "the fake runner failed", "last lines of the log")
-    return fake_result(config, settings)
+    return fake_result(config, settings, window_spread=0.01)
 
 
 @dataclass(frozen=True)

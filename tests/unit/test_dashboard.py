@@ -19,7 +19,6 @@ from conftest_report import (
     PARETO,
     PRUNED,
     SPACE,
-    TOLERANCE,
     TRIALS,
     DemoStudy,
     build_demo_study,
@@ -27,6 +26,7 @@ from conftest_report import (
     params,
     write_experiment,
 )
+from fake_trials import TOLERANCE
 
 import autotune.dashboard
 from autotune.cli import main

@@ -13,23 +13,20 @@ from pathlib import Path
 import optuna
 import pytest
 from conftest_report import (
-    BASE_SPEED,
     DOMINATED,
     FAILED,
-    FLOOR,
     INFEASIBLE,
     PARETO,
     PRUNED,
     REPEATS,
     SPACE,
-    TOLERANCE,
     TRIALS,
     DemoStudy,
     build_demo_study,
     fake_runner,
-    fidelity_of,
     write_experiment,
 )
+from fake_trials import BASE_SPEED, FLOOR, TOLERANCE, fidelity_of
 
 import autotune
 from autotune.config import TrialConfig

@@ -21,12 +21,12 @@ from conftest_report import (
     PARETO,
     PRUNED,
     REPEATS,
-    TOLERANCE,
     TRIALS,
     DemoStudy,
     build_demo_study,
     params,
 )
+from fake_trials import TOLERANCE
 
 import autotune
 from autotune.cli import main

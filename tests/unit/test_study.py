@@ -9,7 +9,6 @@ that exits at once, for a dead worker's pid).
 from __future__ import annotations
 
 import copy
-import math
 import shutil
 import socket
 import sqlite3
@@ -23,6 +22,15 @@ from pathlib import Path
 import optuna
 import psutil
 import pytest
+from fake_trials import (
+    BASE_BATCH,
+    BASE_SPEED,
+    FLOOR,
+    TOLERANCE,
+    fake_result,
+    fidelity_of,
+    speed_of,
+)
 from optuna.study import StudyDirection
 from optuna.trial import TrialState
 from sqlalchemy import event as sqlalchemy_event
@@ -32,8 +40,7 @@ import autotune
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import ConfigError, TrialFailure
 from autotune.fidelity import MIN_NOISE_FLOOR
-from autotune.measure import confidently_below, summarize
-from autotune.result import CurvePoint, RunResult
+from autotune.result import RunResult
 from autotune.space import IntRange, SearchSpace, choices
 from autotune.storage import open_storage
 from autotune.study import (
@@ -54,77 +61,6 @@ PACKAGE_PARENT = Path(autotune.__file__).resolve().parents[1]
 # --------------------------------------------------------------------------------------------
 # The fake world: throughput and loss curves as functions of the configuration
 # --------------------------------------------------------------------------------------------
-
-BASE_BATCH = 32
-BASE_SPEED = 1000.0
-#: Log-loss offset of each baseline seed: pairs (0,1), (0,2), (1,2) differ by 0.01, 0.01, 0.02.
-SEED_OFFSETS = {0: 0.0, 1: 0.01, 2: -0.01}
-FLOOR = (0.01 + 0.01 + 0.02) / 3
-TOLERANCE = 1.5
-
-
-def speed_of(config: TrialConfig) -> float:
-    """samples/s: proportional to batch size, x2 for bfloat16, /100 for float16, x1.5 for XLA."""
-    speed = BASE_SPEED * config.batch_size / BASE_BATCH
-    if config.precision == "mixed_bfloat16":
-        speed *= 2
-    if config.precision == "mixed_float16":
-        speed *= 0.01
-    if config.jit_compile:
-        speed *= 1.5
-    return speed
-
-
-def drift_of(config: TrialConfig) -> float:
-    """Constant log-loss offset from the baseline: bigger batches drift more; bfloat16 a bit."""
-    drift = 0.012 * math.log2(config.batch_size / BASE_BATCH)
-    if config.precision == "mixed_bfloat16":
-        drift += 0.004
-    return drift
-
-
-def fidelity_of(config: TrialConfig) -> float:
-    return abs(drift_of(config)) / FLOOR
-
-
-def fake_result(config: TrialConfig, settings: RunSettings) -> RunResult:
-    throughput = None
-    windows: list[float] = []
-    stopped = None
-    if settings.measure_throughput:
-        speed = speed_of(config)
-        windows = [
-            speed * (1 + 0.001 * (k - settings.windows // 2)) for k in range(settings.windows)
-        ]
-        throughput = summarize(windows)
-        threshold = settings.stop_below_samples_per_second
-        if threshold is not None and confidently_below(throughput, threshold):
-            stopped = (
-                f"throughput {throughput.median:.0f} samples/s (95% CI upper "
-                f"{throughput.high:.0f}) is confidently below the baseline's "
-                f"{threshold:.0f} samples/s after {len(windows)} window(s)"
-            )
-    curve = []
-    if settings.curve and stopped is None:
-        offset = drift_of(config) + SEED_OFFSETS[settings.seed]
-        curve = [
-            CurvePoint(samples=256 * i, val_loss=2.0 * math.exp(-0.1 * i + offset))
-            for i in range(1, settings.checkpoints + 1)
-        ]
-    return RunResult(
-        config=config,
-        effective={
-            "dtype_policy": config.precision,
-            "learning_rate": 0.01 * config.batch_size / BASE_BATCH,
-        },
-        throughput=throughput,
-        window_samples_per_second=windows,
-        steps_per_window=10,
-        curve=curve,
-        stopped_early=stopped,
-        hardware={"cpu": "fake cpu"},
-        versions={"keras": "0.0-fake"},
-    )
 
 
 @dataclass(frozen=True)
