@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -226,6 +227,12 @@ def _error_y(points: Sequence[ParetoPoint]) -> dict[str, Any]:
     }
 
 
+def trace_uid(text: str) -> str:
+    """A Plotly trace uid from ``text``: plotly.js builds CSS selectors from uids when it
+    replaces a trace, so anything but letters, digits, '-' and '_' becomes '-'."""
+    return re.sub(r"[^A-Za-z0-9_-]", "-", text)
+
+
 def pareto_figure(info: ParetoInfo, chosen_tolerance: float | None = None) -> Any:
     """Throughput (with CI error bars) against fidelity distance; the baseline, the tolerance
     line, the Pareto front (trace uid :data:`PARETO_TRACE`), dominated, infeasible and pruned
@@ -308,7 +315,10 @@ def pareto_figure(info: ParetoInfo, chosen_tolerance: float | None = None) -> An
         for p in [*info.pareto, *info.dominated, *info.infeasible]
         if p.fidelity is not None
     ]
-    right = max([info.tolerance * 1.5, *(f * 1.08 for f in fidelities)])
+    shown = [info.tolerance * 1.5, *(f * 1.08 for f in fidelities)]
+    if chosen_tolerance is not None:
+        shown.append(chosen_tolerance * 1.08)
+    right = max(shown)
     figure.add_vrect(
         x0=info.tolerance,
         x1=right,
@@ -531,7 +541,7 @@ def curves_figure(info: CurvesInfo, title: str = "Validation curves of the Paret
                 mode="lines+markers",
                 line={"color": _TRIAL_COLORS[index % len(_TRIAL_COLORS)]},
                 name=line.name,
-                uid=line.key,
+                uid=trace_uid(line.key),
             )
         )
     figure.update_xaxes(title_text="training samples seen")
@@ -671,7 +681,7 @@ def breakdown_figure(info: BreakdownInfo, title: str = "Where a training step go
                 marker={"color": palette[index % len(palette)]},
                 hovertext=hover,
                 hovertemplate="%{hovertext}<br>%{y:.3f} ms<extra>" + component + "</extra>",
-                uid=f"step-{component}",
+                uid=trace_uid(f"step-{component}"),
             ),
             row=1,
             col=1,

@@ -151,7 +151,7 @@ def test_click_shows_the_recipe_curve_and_breakdown(board: Dashboard, records) -
     assert data["config"] == records.trial(2).config.to_dict()
     assert data["learning_rate"] == pytest.approx(0.01)
     assert title.startswith("trial 2 (complete): bs=32 mixed_bfloat16 xla")
-    assert {t.uid for t in curve.data} >= {"baseline", "trial:2", "seed-band"}
+    assert {t.uid for t in curve.data} >= {"baseline", "trial-2", "seed-band"}
     assert list(breakdown.data[0].x) == ["baseline", "trial 2"]
 
 

@@ -55,6 +55,7 @@ from autotune.report import (
     parse_point_key,
     point_key,
     render_report,
+    trace_uid,
     write_report,
 )
 
@@ -228,7 +229,7 @@ def test_curves_figure(records: StudyRecords) -> None:
     figure = curves_figure(curves_info(records))
 
     by_uid = traces(figure)
-    assert {"seed-band", "seed-band-high", "baseline", *(f"trial:{n}" for n in PARETO)} == set(
+    assert {"seed-band", "seed-band-high", "baseline", *(f"trial-{n}" for n in PARETO)} == set(
         by_uid
     )
     assert by_uid["seed-band"].fill == "tonexty"
@@ -277,7 +278,10 @@ def test_breakdown_figure_says_when_nothing_was_profiled(records: StudyRecords) 
 
     assert "profile breakdown not captured" in figure.layout.title.text
     by_uid = traces(figure)
-    assert list(by_uid[f"step-{UNPROFILED}"].x) == ["baseline", *(f"trial {n}" for n in PARETO)]
+    assert list(by_uid[trace_uid(f"step-{UNPROFILED}")].x) == [
+        "baseline",
+        *(f"trial {n}" for n in PARETO),
+    ]
     assert list(by_uid["compile"].y) == pytest.approx([0.5, 2.5, 2.5])
     assert figure.layout.barmode == "stack"
 
