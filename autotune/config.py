@@ -157,6 +157,9 @@ class RunSettings:
         time_limit_seconds: the trial process is stopped after this long.
         memory_limit_bytes: the trial process tree is stopped above this resident size;
             None takes 80% of the machine's memory.
+        input_ablation: after the timed windows, time ``ablation_windows`` more windows fed one
+            cached batch, to measure how much of the step time waits for input.
+        ablation_windows: timed windows of the ablation.
         stop_below_samples_per_second: stop after the timed windows (before the curve) when the
             throughput is confidently below this figure; None never stops early.
     """
@@ -174,6 +177,8 @@ class RunSettings:
     checkpoints: int = 6
     time_limit_seconds: float = 600.0
     memory_limit_bytes: int | None = None
+    input_ablation: bool = True
+    ablation_windows: int = 3
     stop_below_samples_per_second: float | None = None
 
     def __post_init__(self) -> None:
@@ -200,7 +205,8 @@ class RunSettings:
                     f"RunSettings.{name} must be a number of seconds > 0. "
                     f"Received: {name}={value!r}"
                 )
-        for name in ("measure_throughput", "curve"):
+        _check_int("RunSettings", "ablation_windows", self.ablation_windows, 1)
+        for name in ("measure_throughput", "curve", "input_ablation"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(
                     f"RunSettings.{name} must be true or false. "

@@ -37,6 +37,13 @@ def show_result(console: Console, result: RunResult) -> None:
             f"{result.warmup_steps} steps; compile {result.compile_seconds:.2f} s; "
             f"steady step {result.steady_step_seconds * 1e3:.2f} ms",
         )
+    if result.input_ablation is not None:
+        ablation = result.input_ablation
+        summary.add_row(
+            "input pipeline",
+            f"{ablation.verdict}: {ablation.input_fraction:.0%} of step time waiting for input "
+            f"(ablation: {ablation.cached.median:,.0f} samples/s fed one cached batch)",
+        )
     if result.stopped_early:
         summary.add_row("stopped early", result.stopped_early)
     for key in ("dtype_policy", "jit_compile", "loss_scaling", "learning_rate"):
@@ -89,7 +96,9 @@ def trial_line(record: TrialRecord) -> str:
     )
     copy = f" (same as trial {record.duplicate_of})" if record.duplicate_of is not None else ""
     fidelity = f"fidelity {record.fidelity:.2f}" if record.fidelity is not None else ""
-    return f"{head}  {throughput}  {fidelity}  {verdict}{copy}"
+    ablation = (record.user_attrs.get("result") or {}).get("input_ablation")
+    inputs = f"  {ablation['verdict']} ({ablation['input_fraction']:.0%})" if ablation else ""
+    return f"{head}  {throughput}  {fidelity}  {verdict}{copy}{inputs}"
 
 
 def baseline_line(seed: int, result: RunResult) -> str:

@@ -157,3 +157,60 @@ def confidently_below(
     if estimate.confidence >= CONFIDENCE:
         return estimate.high < threshold
     return estimate.high < first_window_factor * threshold
+
+
+#: XProf's thresholds on the share of step time spent waiting for input.
+INPUT_BOUND_THRESHOLDS = (0.05, 0.20)
+
+
+def input_bound_verdict(input_fraction: float) -> str:
+    """'not', 'moderately' or 'highly' input-bound for a share (0..1) of step time waiting for
+    input: under 5%, 5-20%, 20% or more (XProf's thresholds)."""
+    moderate, high = INPUT_BOUND_THRESHOLDS
+    if input_fraction >= high:
+        return "highly input-bound"
+    if input_fraction >= moderate:
+        return "moderately input-bound"
+    return "not input-bound"
+
+
+@dataclass(frozen=True)
+class InputAblation:
+    """Input-boundness measured by ablation: the same model fed one cached batch, repeated.
+
+    Attributes:
+        pipeline: samples/s through the real input pipeline (the timed windows).
+        cached: samples/s when every step reuses one cached batch (no input work).
+        input_fraction: share of the real step time spent waiting for input,
+            ``1 - pipeline.median / cached.median``, clamped to 0..1.
+        verdict: :func:`input_bound_verdict` of ``input_fraction``.
+    """
+
+    pipeline: Estimate
+    cached: Estimate
+    input_fraction: float
+    verdict: str
+
+    @classmethod
+    def of(cls, pipeline: Estimate, cached: Estimate) -> InputAblation:
+        fraction = min(1.0, max(0.0, 1.0 - pipeline.median / cached.median))
+        return cls(pipeline, cached, fraction, input_bound_verdict(fraction))
+
+    def step_milliseconds(self, batch_size: int) -> dict[str, float]:
+        """Step time split into 'input' and 'compute' (milliseconds per step)."""
+        real = batch_size / self.pipeline.median * 1e3
+        compute = min(real, batch_size / self.cached.median * 1e3)
+        return {"input": real - compute, "compute": compute}
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "method": "ablation: the same steps fed one cached batch (take(1).cache().repeat())",
+            "pipeline": self.pipeline.to_dict(),
+            "cached": self.cached.to_dict(),
+            "input_fraction": self.input_fraction,
+            "verdict": self.verdict,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> InputAblation:
+        return cls.of(Estimate(**data["pipeline"]), Estimate(**data["cached"]))  # type: ignore[arg-type]

@@ -24,7 +24,7 @@ from optuna.trial import FrozenTrial
 from autotune.config import TrialConfig
 from autotune.exceptions import ConfigError
 from autotune.fidelity import NoiseFloor
-from autotune.measure import Estimate
+from autotune.measure import Estimate, InputAblation
 from autotune.recipe import Recipe
 from autotune.result import CurvePoint
 from autotune.storage import open_storage, pick_study_name, quiet_experimental, sqlite_path
@@ -70,8 +70,8 @@ class BaselineRecord:
         log_dir: where the baseline runs' logs were kept (derived from the trials' log folders,
             else the study's default log folder; None when unknown).
         hardware, versions: where and with what seed 0 ran.
-        profile: step-time breakdown in milliseconds per :data:`PROFILE_COMPONENTS` key; None
-            until a profiler fills it.
+        profile: step-time breakdown in milliseconds per :data:`PROFILE_COMPONENTS` key (input
+            and compute from the input ablation today); None when not measured.
     """
 
     config: TrialConfig | None
@@ -133,8 +133,8 @@ class TrialRow:
         final_metrics: validation metrics at the last checkpoint.
         peak_host_bytes, peak_device_bytes: peak memory of the trial (bytes).
         hardware, versions: where and with what the trial ran.
-        profile: step-time breakdown in milliseconds per :data:`PROFILE_COMPONENTS` key; None
-            until a profiler fills it.
+        profile: step-time breakdown in milliseconds per :data:`PROFILE_COMPONENTS` key (input
+            and compute from the input ablation today); None when not measured.
     """
 
     number: int
@@ -359,6 +359,15 @@ def _recipe_note(row: TrialRow, speedup: float | None, limit: float) -> str:
     )
 
 
+def step_breakdown(result: dict[str, Any], config: TrialConfig | None) -> dict[str, float] | None:
+    """Step time split into input and compute (ms per step) from a stored result's input
+    ablation; None when the trial has none."""
+    ablation = result.get("input_ablation")
+    if not ablation or config is None:
+        return None
+    return InputAblation.from_dict(ablation).step_milliseconds(config.batch_size)
+
+
 def _iso(value: dt.datetime | None) -> str | None:
     return value.isoformat(timespec="seconds") if value is not None else None
 
@@ -396,7 +405,7 @@ def row_of(trial: FrozenTrial) -> TrialRow:
         peak_device_bytes=result.get("peak_device_bytes"),
         hardware=dict(result.get("hardware") or {}),
         versions=dict(result.get("versions") or {}),
-        profile=None,
+        profile=step_breakdown(result, record.config),
     )
 
 
@@ -432,7 +441,7 @@ def baseline_of(stored: dict[str, Any], log_dir: str | None = None) -> BaselineR
         log_dir=log_dir,
         hardware=dict(main.get("hardware") or {}),
         versions=dict(main.get("versions") or {}),
-        profile=None,
+        profile=step_breakdown(main, TrialConfig.from_dict(config) if config else None),
     )
 
 

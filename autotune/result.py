@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autotune.config import TrialConfig
-from autotune.measure import Estimate
+from autotune.measure import Estimate, InputAblation
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,7 @@ class RunResult:
         curve: validation loss at fixed sample checkpoints; empty when no curve was trained.
         final_metrics: validation metrics at the last checkpoint.
         stopped_early: why the trial stopped before its curve, or None.
+        input_ablation: input-boundness by ablation (see :class:`InputAblation`), or None.
         peak_host_bytes: peak resident memory of the trial process (bytes).
         peak_device_bytes: peak accelerator memory (bytes), None on a CPU.
         phase_seconds: wall time of each phase (setup, warmup, windows, curve).
@@ -55,6 +56,7 @@ class RunResult:
     curve: list[CurvePoint] = field(default_factory=list)
     final_metrics: dict[str, float] = field(default_factory=dict)
     stopped_early: str | None = None
+    input_ablation: InputAblation | None = None
     peak_host_bytes: int = 0
     peak_device_bytes: int | None = None
     phase_seconds: dict[str, float] = field(default_factory=dict)
@@ -65,6 +67,7 @@ class RunResult:
         data = dataclasses.asdict(self)
         data["config"] = self.config.to_dict()
         data["throughput"] = self.throughput.to_dict() if self.throughput else None
+        data["input_ablation"] = self.input_ablation.to_dict() if self.input_ablation else None
         return data
 
     def to_json(self) -> str:
@@ -77,6 +80,8 @@ class RunResult:
         if values.get("throughput") is not None:
             values["throughput"] = Estimate(**values["throughput"])
         values["curve"] = [CurvePoint(**point) for point in values.get("curve", [])]
+        if values.get("input_ablation") is not None:
+            values["input_ablation"] = InputAblation.from_dict(values["input_ablation"])
         return cls(**values)
 
     @classmethod

@@ -22,7 +22,14 @@ from autotune import hardware
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import ExperimentError, TrialFailure
 from autotune.experiment import Experiment
-from autotune.measure import WarmupDetector, confidently_below, steps_per_window, summarize
+from autotune.measure import (
+    Estimate,
+    InputAblation,
+    WarmupDetector,
+    confidently_below,
+    steps_per_window,
+    summarize,
+)
 from autotune.pipeline import training_pipeline, validation_pipeline
 from autotune.result import CurvePoint, RunResult
 
@@ -230,6 +237,7 @@ def run_trial(experiment: Experiment, config: TrialConfig, settings: RunSettings
     window_steps = warmup_steps = 0
     compile_seconds = steady_seconds = 0.0
     stopped_early: str | None = None
+    ablation: InputAblation | None = None
     if settings.measure_throughput:
         trainer = _Trainer(model, train_data, xla_compiles=bool(model.jit_compile))
         phase_start = time.perf_counter()
@@ -270,6 +278,11 @@ def run_trial(experiment: Experiment, config: TrialConfig, settings: RunSettings
                 )
                 break
         phases["windows"] = time.perf_counter() - phase_start
+        if settings.input_ablation and stopped_early is None and throughput is not None:
+            phase_start = time.perf_counter()
+            cached = _cached_batch_throughput(model, train_data, config, settings, window_steps)
+            ablation = InputAblation.of(throughput, cached)
+            phases["ablation"] = time.perf_counter() - phase_start
 
     curve: list[CurvePoint] = []
     final_metrics: dict[str, float] = {}
@@ -300,12 +313,33 @@ def run_trial(experiment: Experiment, config: TrialConfig, settings: RunSettings
         curve=curve,
         final_metrics=final_metrics,
         stopped_early=stopped_early,
+        input_ablation=ablation,
         peak_host_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         peak_device_bytes=_peak_device_bytes(),
         phase_seconds=phases,
         hardware={**hardware.hardware(), **_library_facts()},
         versions=hardware.versions(),
     )
+
+
+def _cached_batch_throughput(
+    model: keras.Model,
+    train_data: tf.data.Dataset,
+    config: TrialConfig,
+    settings: RunSettings,
+    window_steps: int,
+) -> Estimate:
+    """samples/s of the same training steps fed one cached batch, repeated: the speed the model
+    would reach if the input pipeline cost nothing (same shapes, so nothing recompiles)."""
+    trainer = _Trainer(model, train_data.take(1).cache().repeat(), xla_compiles=False)
+    trainer.run(settings.warmup_min_steps, "input ablation warm-up")
+    windows = []
+    for _ in range(settings.ablation_windows):
+        model.reset_metrics()
+        window_start = time.perf_counter()
+        trainer.run(window_steps, "input ablation")
+        windows.append(window_steps * config.batch_size / (time.perf_counter() - window_start))
+    return summarize(windows)
 
 
 def checkpoint_steps(samples: int, batch_size: int, checkpoints: int) -> list[int]:

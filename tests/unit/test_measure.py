@@ -10,8 +10,10 @@ import pytest
 from autotune.measure import (
     CONFIDENCE,
     Estimate,
+    InputAblation,
     WarmupDetector,
     confidently_below,
+    input_bound_verdict,
     steps_per_window,
     summarize,
 )
@@ -400,3 +402,39 @@ def test_five_windows_need_every_window_below_half_the_threshold():
 def test_throughput_above_threshold_is_never_below():
     assert confidently_below(summarize([150.0] * 7), 100.0) is False
     assert confidently_below(summarize([150.0]), 100.0) is False
+
+
+@pytest.mark.parametrize(
+    ("fraction", "verdict"),
+    [
+        (0.0, "not input-bound"),
+        (0.049, "not input-bound"),
+        (0.05, "moderately input-bound"),
+        (0.199, "moderately input-bound"),
+        (0.2, "highly input-bound"),
+        (0.9, "highly input-bound"),
+    ],
+)
+def test_input_bound_verdict_uses_xprofs_thresholds(fraction, verdict):
+    assert input_bound_verdict(fraction) == verdict
+
+
+def _estimate(median: float) -> Estimate:
+    return Estimate(median=median, low=median * 0.9, high=median * 1.1, confidence=0.97, n=7)
+
+
+def test_input_ablation_fraction_breakdown_and_round_trip():
+    ablation = InputAblation.of(pipeline=_estimate(600.0), cached=_estimate(1000.0))
+
+    assert ablation.input_fraction == pytest.approx(0.4)
+    assert ablation.verdict == "highly input-bound"
+    breakdown = ablation.step_milliseconds(batch_size=60)  # 100 ms real, 60 ms compute
+    assert breakdown == pytest.approx({"input": 40.0, "compute": 60.0})
+    assert InputAblation.from_dict(ablation.to_dict()) == ablation
+
+
+def test_input_ablation_noise_never_gives_a_negative_share():
+    ablation = InputAblation.of(pipeline=_estimate(1050.0), cached=_estimate(1000.0))
+
+    assert ablation.input_fraction == 0.0
+    assert ablation.step_milliseconds(batch_size=50)["input"] == 0.0

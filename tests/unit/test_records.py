@@ -376,3 +376,19 @@ def test_the_baseline_dominates_every_trial_not_faster_than_it() -> None:
 
     assert [r.number for r in pareto_front([slower_but_faithful, faster])] == [1, 0]
     assert [r.number for r in pareto_front([slower_but_faithful, faster], 1000.0)] == [1]
+
+
+def test_step_breakdown_comes_from_the_input_ablation() -> None:
+    from autotune.measure import Estimate, InputAblation
+    from autotune.records import step_breakdown
+
+    def estimate(median: float) -> Estimate:
+        return Estimate(median, median, median, 0.97, 7)
+
+    ablation = InputAblation.of(estimate(500.0), estimate(1000.0))
+    config = TrialConfig(batch_size=50)
+
+    assert step_breakdown({"input_ablation": ablation.to_dict()}, config) == pytest.approx(
+        {"input": 50.0, "compute": 50.0}
+    )
+    assert step_breakdown({}, config) is None
