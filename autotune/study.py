@@ -39,10 +39,10 @@ from autotune.measure import Estimate
 from autotune.recipe import Recipe
 from autotune.result import RunResult
 from autotune.space import SearchSpace, resolve_space, space_from_dict
+from autotune.storage import DEFAULT_STORAGE, open_storage, pick_study_name, quiet_experimental
 
 if TYPE_CHECKING:
     from autotune.records import StudyRecords
-from autotune.storage import DEFAULT_STORAGE, open_storage, pick_study_name, quiet_experimental
 
 OBJECTIVES = ("throughput", "fidelity")
 DIRECTIONS: tuple[Literal["maximize", "minimize"], ...] = ("maximize", "minimize")
