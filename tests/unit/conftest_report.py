@@ -24,37 +24,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from fake_trials import fake_result
+from fake_trials import EXPERIMENT_SOURCE, SPACE, fake_result
 
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import TrialFailure
 from autotune.result import RunResult
-from autotune.space import SearchSpace, choices
 from autotune.study import Study
-
-SPACE = SearchSpace(
-    "fake",
-    {
-        "precision": choices("float32", "mixed_bfloat16", "mixed_float16"),
-        "jit_compile": choices(False, True),
-        "batch_size": choices(16, 32, 64, 128, 256, 512),
-    },
-)
-
-EXPERIMENT_SOURCE = """
-from autotune import Experiment
-
-fake = Experiment(
-    name="fake",
-    model=lambda: None,
-    train_data=lambda: None,
-    validation_data=lambda: None,
-    loss="mse",
-    optimizer=lambda learning_rate: None,
-    base_batch_size=32,
-    base_learning_rate=0.01,
-)
-"""
 
 
 def params(precision: str = "float32", jit_compile: bool = False, batch_size: int = 32) -> dict:

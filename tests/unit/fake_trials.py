@@ -9,6 +9,7 @@ import math
 from autotune.config import RunSettings, TrialConfig
 from autotune.measure import confidently_below, summarize
 from autotune.result import CurvePoint, RunResult
+from autotune.space import SearchSpace, choices
 
 BASE_BATCH = 32
 BASE_SPEED = 1000.0
@@ -16,6 +17,32 @@ BASE_SPEED = 1000.0
 SEED_OFFSETS = {0: 0.0, 1: 0.01, 2: -0.01}
 FLOOR = (0.01 + 0.01 + 0.02) / 3
 TOLERANCE = 1.5
+
+#: The space the fake studies search.
+SPACE = SearchSpace(
+    "fake",
+    {
+        "precision": choices("float32", "mixed_bfloat16", "mixed_float16"),
+        "jit_compile": choices(False, True),
+        "batch_size": choices(16, 32, 64, 128, 256, 512),
+    },
+)
+
+#: An experiment file for fake studies: nothing in it is ever built.
+EXPERIMENT_SOURCE = """
+from autotune import Experiment
+
+fake = Experiment(
+    name="fake",
+    model=lambda: None,
+    train_data=lambda: None,
+    validation_data=lambda: None,
+    loss="mse",
+    optimizer=lambda learning_rate: None,
+    base_batch_size=32,
+    base_learning_rate=0.01,
+)
+"""
 
 
 def speed_of(config: TrialConfig) -> float:

@@ -25,7 +25,9 @@ import pytest
 from fake_trials import (
     BASE_BATCH,
     BASE_SPEED,
+    EXPERIMENT_SOURCE,
     FLOOR,
+    SPACE,
     TOLERANCE,
     fake_result,
     fidelity_of,
@@ -102,31 +104,6 @@ class FakeRunner:
 
 def is_trial(config, settings):
     return settings.stop_below_samples_per_second is not None
-
-
-SPACE = SearchSpace(
-    "fake",
-    {
-        "precision": choices("float32", "mixed_bfloat16", "mixed_float16"),
-        "jit_compile": choices(False, True),
-        "batch_size": choices(16, 32, 64, 128, 256, 512),
-    },
-)
-
-EXPERIMENT_SOURCE = """
-from autotune import Experiment
-
-fake = Experiment(
-    name="fake",
-    model=lambda: None,
-    train_data=lambda: None,
-    validation_data=lambda: None,
-    loss="mse",
-    optimizer=lambda learning_rate: None,
-    base_batch_size=32,
-    base_learning_rate=0.01,
-)
-"""
 
 
 def params(precision="float32", jit_compile=False, batch_size=32):
