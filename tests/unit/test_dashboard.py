@@ -49,16 +49,6 @@ TIGHT, LOOSE = 0.1, 1.0
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoStudy:
-    return build_demo_study(tmp_path_factory.mktemp("demo"))
-
-
-@pytest.fixture(scope="module")
-def records(demo: DemoStudy) -> StudyRecords:
-    return load_records(demo.storage)
-
-
-@pytest.fixture(scope="module")
 def board(demo: DemoStudy) -> Dashboard:
     return Dashboard(demo.storage)
 

@@ -46,16 +46,6 @@ from autotune.study import Study, load_study
 PACKAGE_PARENT = Path(autotune.__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoStudy:
-    return build_demo_study(tmp_path_factory.mktemp("demo"))
-
-
-@pytest.fixture(scope="module")
-def records(demo: DemoStudy) -> StudyRecords:
-    return load_records(demo.storage)
-
-
 # --------------------------------------------------------------------------------------------
 # The study and its baseline
 # --------------------------------------------------------------------------------------------
