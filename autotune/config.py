@@ -162,6 +162,10 @@ class RunSettings:
         ablation_windows: timed windows of the ablation.
         stop_below_samples_per_second: stop after the timed windows (before the curve) when the
             throughput is confidently below this figure; None never stops early.
+        profile_dir: after the timed windows, profile one more window of steps with the
+            TensorBoard profiler into this folder and read it with XProf; None does not profile.
+        profile_steps: most steps in the profiled window (it holds one timed window's steps,
+            up to this many).
     """
 
     seed: int = 0
@@ -180,6 +184,8 @@ class RunSettings:
     input_ablation: bool = True
     ablation_windows: int = 3
     stop_below_samples_per_second: float | None = None
+    profile_dir: str | None = None
+    profile_steps: int = 50
 
     def __post_init__(self) -> None:
         _check_int("RunSettings", "seed", self.seed, 0)
@@ -206,6 +212,14 @@ class RunSettings:
                     f"Received: {name}={value!r}"
                 )
         _check_int("RunSettings", "ablation_windows", self.ablation_windows, 1)
+        _check_int("RunSettings", "profile_steps", self.profile_steps, 2)
+        if self.profile_dir is not None and (
+            not isinstance(self.profile_dir, str) or not self.profile_dir
+        ):
+            raise ConfigError(
+                "RunSettings.profile_dir must be a folder path or None. "
+                f"Received: profile_dir={self.profile_dir!r}"
+            )
         for name in ("measure_throughput", "curve", "input_ablation"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(

@@ -3,8 +3,10 @@
 Training: shuffle(buffer) -> repeat -> map(preprocess, num_parallel_calls) ->
 batch(batch_size, drop_remainder=True) -> prefetch. ``drop_remainder`` gives XLA one fixed batch
 shape; repeating before batching means every batch is full and an epoch boundary never yields a
-short one. The map is deterministic, so a seed gives the same example order whatever the
-parallelism, which keeps validation curves comparable across trials.
+short one. Examples of varying shape (sequences of any length) are padded to the longest in their
+batch, so batches still vary in shape: XLA then recompiles for each new one, which the runner
+flags (the dynamic-shape trap). The map is deterministic, so a seed gives the same example order
+whatever the parallelism, which keeps validation curves comparable across trials.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ class PipelineSettings:
     """The input-pipeline settings that took effect.
 
     ``shuffle_buffer`` is capped at the number of training examples when that is known;
-    ``num_parallel_calls`` is None when there is no preprocessing function to map.
+    ``num_parallel_calls`` is None when there is no preprocessing function to map; ``padded``
+    says examples had dimensions of unknown size and each batch was padded to its longest.
     """
 
     batch_size: int
@@ -35,6 +38,7 @@ class PipelineSettings:
     num_parallel_calls: int | str | None
     prefetch: int | str
     train_examples: int | None
+    padded: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -66,6 +70,23 @@ def load_data(data: Data, what: str, experiment: Experiment) -> tf.data.Dataset:
             f"{where} must yield unbatched (x, y) pairs. Received element spec: {spec}"
         )
     return dataset
+
+
+def has_dynamic_shape(dataset: tf.data.Dataset) -> bool:
+    """Whether some component of ``dataset``'s elements has a dimension of unknown size."""
+    return any(
+        dim is None
+        for spec in tf.nest.flatten(dataset.element_spec)
+        for dim in (spec.shape.as_list() if spec.shape.rank is not None else [None])
+    )
+
+
+def batched(dataset: tf.data.Dataset, batch_size: int, drop_remainder: bool) -> tf.data.Dataset:
+    """``batch``, or ``padded_batch`` (each batch padded to its longest example) when examples
+    vary in shape."""
+    if has_dynamic_shape(dataset):
+        return dataset.padded_batch(batch_size, drop_remainder=drop_remainder)
+    return dataset.batch(batch_size, drop_remainder=drop_remainder)
 
 
 def cardinality(dataset: tf.data.Dataset) -> int | None:
@@ -118,7 +139,8 @@ def prepare_training(
     if preprocess is not None:
         parallel = config.num_parallel_calls
         dataset = _map_preprocess(dataset, preprocess, _tf_value(parallel), seed)
-    dataset = dataset.batch(config.batch_size, drop_remainder=True)
+    padded = has_dynamic_shape(dataset)
+    dataset = batched(dataset, config.batch_size, drop_remainder=True)
     dataset = dataset.prefetch(_tf_value(config.prefetch))
     settings = PipelineSettings(
         batch_size=config.batch_size,
@@ -127,6 +149,7 @@ def prepare_training(
         num_parallel_calls=parallel,
         prefetch=config.prefetch,
         train_examples=examples,
+        padded=padded,
     )
     return dataset, settings
 
@@ -152,4 +175,5 @@ def validation_pipeline(experiment: Experiment) -> tf.data.Dataset:
             num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=True,
         )
-    return dataset.batch(experiment.base_batch_size).cache().prefetch(tf.data.AUTOTUNE)
+    batches = batched(dataset, experiment.base_batch_size, drop_remainder=False)
+    return batches.cache().prefetch(tf.data.AUTOTUNE)

@@ -9,6 +9,8 @@ from typing import Any
 
 from autotune.config import TrialConfig
 from autotune.measure import Estimate, InputAblation
+from autotune.profile import ProfileSummary
+from autotune.recompilation import Recompilation
 
 
 @dataclass(frozen=True)
@@ -39,9 +41,15 @@ class RunResult:
         final_metrics: validation metrics at the last checkpoint.
         stopped_early: why the trial stopped before its curve, or None.
         input_ablation: input-boundness by ablation (see :class:`InputAblation`), or None.
+        profile: the profiled window read with XProf (see :class:`ProfileSummary`), or None
+            when the trial was not profiled or its profile could not be read.
+        profile_error: why a profile that was asked for is missing, or None.
+        recompilation: XLA recompilation seen in the timed windows (see
+            :class:`Recompilation`), or None when throughput was not measured.
         peak_host_bytes: peak resident memory of the trial process (bytes).
         peak_device_bytes: peak accelerator memory (bytes), None on a CPU.
-        phase_seconds: wall time of each phase (setup, warmup, windows, curve).
+        phase_seconds: wall time of each phase (setup, warmup, windows, profile, ablation,
+            curve).
         hardware, versions: where and with what the trial ran.
     """
 
@@ -57,6 +65,9 @@ class RunResult:
     final_metrics: dict[str, float] = field(default_factory=dict)
     stopped_early: str | None = None
     input_ablation: InputAblation | None = None
+    profile: ProfileSummary | None = None
+    profile_error: str | None = None
+    recompilation: Recompilation | None = None
     peak_host_bytes: int = 0
     peak_device_bytes: int | None = None
     phase_seconds: dict[str, float] = field(default_factory=dict)
@@ -68,6 +79,8 @@ class RunResult:
         data["config"] = self.config.to_dict()
         data["throughput"] = self.throughput.to_dict() if self.throughput else None
         data["input_ablation"] = self.input_ablation.to_dict() if self.input_ablation else None
+        data["profile"] = self.profile.to_dict() if self.profile else None
+        data["recompilation"] = self.recompilation.to_dict() if self.recompilation else None
         return data
 
     def to_json(self) -> str:
@@ -82,6 +95,10 @@ class RunResult:
         values["curve"] = [CurvePoint(**point) for point in values.get("curve", [])]
         if values.get("input_ablation") is not None:
             values["input_ablation"] = InputAblation.from_dict(values["input_ablation"])
+        if values.get("profile") is not None:
+            values["profile"] = ProfileSummary.from_dict(values["profile"])
+        if values.get("recompilation") is not None:
+            values["recompilation"] = Recompilation.from_dict(values["recompilation"])
         return cls(**values)
 
     @classmethod

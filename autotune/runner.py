@@ -3,7 +3,10 @@
 :func:`run_trial` sets the dtype policy before the model is built, keeps the output layer in
 float32 under mixed precision, compiles with the trial's ``jit_compile``, warms up until step times
 stop falling, times whole-step windows (samples/s), then restores the initial weights and trains a
-fixed sample budget with validation loss at fixed checkpoints (the fidelity curve). Call it in a
+fixed sample budget with validation loss at fixed checkpoints (the fidelity curve). Between the
+timed windows and the curve, and outside both, it may profile one more window under the
+TensorBoard profiler (steps wrapped in step markers, read with XProf) and time the same steps fed
+one cached batch (input ablation). Call it in a
 fresh process (see :mod:`autotune.isolation`): the dtype policy and XLA's caches are process state.
 """
 
@@ -13,6 +16,7 @@ import math
 import resource
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import keras
@@ -31,6 +35,8 @@ from autotune.measure import (
     summarize,
 )
 from autotune.pipeline import training_pipeline, validation_pipeline
+from autotune.profile import ProfileError, ProfileSummary, analyse
+from autotune.recompilation import Recompilation, detect
 from autotune.result import CurvePoint, RunResult
 
 
@@ -49,10 +55,22 @@ class _Trainer:
         model.make_train_function()
         self._step: Callable[[Any], dict[str, Any]] = model.train_function
 
-    def run(self, steps: int, phase: str) -> float:
-        """Runs ``steps`` steps and returns the mean loss, read back so all work is finished."""
+    def run(
+        self,
+        steps: int,
+        phase: str,
+        step_seconds: list[float] | None = None,
+        step_markers: bool = False,
+    ) -> float:
+        """Runs ``steps`` steps and returns the last loss, read back so all work is finished.
+
+        Appends each step's wall time (seconds, as the host saw it) to ``step_seconds`` when
+        given; with ``step_markers`` each step runs inside a profiler step marker, which gives
+        XProf its per-step times.
+        """
         logs: dict[str, Any] = {}
         for _ in range(steps):
+            start = time.perf_counter()
             if self.xla_compiles and self.steps == 0:
                 try:
                     logs = self._step(self.iterator)
@@ -60,8 +78,13 @@ class _Trainer:
                     raise TrialFailure(
                         "xla_compile", f"XLA could not compile the training step: {error.message}"
                     ) from error
+            elif step_markers:
+                with tf.profiler.experimental.Trace("train", step_num=self.steps, _r=1):
+                    logs = self._step(self.iterator)
             else:
                 logs = self._step(self.iterator)
+            if step_seconds is not None:
+                step_seconds.append(time.perf_counter() - start)
             self.steps += 1
         loss = float(logs["loss"])
         if not math.isfinite(loss):
@@ -238,6 +261,9 @@ def run_trial(experiment: Experiment, config: TrialConfig, settings: RunSettings
     compile_seconds = steady_seconds = 0.0
     stopped_early: str | None = None
     ablation: InputAblation | None = None
+    recompilation: Recompilation | None = None
+    profile: ProfileSummary | None = None
+    profile_error: str | None = None
     if settings.measure_throughput:
         trainer = _Trainer(model, train_data, xla_compiles=bool(model.jit_compile))
         phase_start = time.perf_counter()
@@ -262,10 +288,11 @@ def run_trial(experiment: Experiment, config: TrialConfig, settings: RunSettings
             steady_seconds, settings.window_seconds, settings.min_window_steps
         )
         phase_start = time.perf_counter()
+        timed_steps: list[float] = []
         for _ in range(settings.windows):
             model.reset_metrics()
             window_start = time.perf_counter()
-            trainer.run(window_steps, "timed window")
+            trainer.run(window_steps, "timed window", step_seconds=timed_steps)
             elapsed = time.perf_counter() - window_start
             windows.append(window_steps * config.batch_size / elapsed)
             throughput = summarize(windows)
@@ -278,6 +305,19 @@ def run_trial(experiment: Experiment, config: TrialConfig, settings: RunSettings
                 )
                 break
         phases["windows"] = time.perf_counter() - phase_start
+        recompilation = detect(
+            timed_steps, compile_seconds, bool(model.jit_compile), dynamic_dimensions(train_data)
+        )
+        if settings.profile_dir is not None and stopped_early is None:
+            phase_start = time.perf_counter()
+            profile, profile_error = _profile_window(
+                trainer,
+                model,
+                config,
+                Path(settings.profile_dir),
+                min(window_steps, settings.profile_steps),
+            )
+            phases["profile"] = time.perf_counter() - phase_start
         if settings.input_ablation and stopped_early is None and throughput is not None:
             phase_start = time.perf_counter()
             cached = _cached_batch_throughput(model, train_data, config, settings, window_steps)
@@ -314,12 +354,56 @@ def run_trial(experiment: Experiment, config: TrialConfig, settings: RunSettings
         final_metrics=final_metrics,
         stopped_early=stopped_early,
         input_ablation=ablation,
+        profile=profile,
+        profile_error=profile_error,
+        recompilation=recompilation,
         peak_host_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         peak_device_bytes=_peak_device_bytes(),
         phase_seconds=phases,
         hardware={**hardware.hardware(), **_library_facts()},
         versions=hardware.versions(),
     )
+
+
+def dynamic_dimensions(dataset: tf.data.Dataset) -> list[str]:
+    """The batch dimensions of unknown size, named like ``x[1]`` or ``x['tokens'][1]`` (x, y and
+    sample_weight are the element's parts)."""
+    spec = dataset.element_spec
+    parts = spec if isinstance(spec, tuple) else (spec,)
+    names: list[str] = []
+    for part_name, part in zip(("x", "y", "sample_weight"), parts, strict=False):
+        for path, leaf in keras.tree.flatten_with_path(part):
+            dims = leaf.shape.as_list() if leaf.shape.rank is not None else [None]
+            where = "".join(f"[{key!r}]" for key in path)
+            names.extend(
+                f"{part_name}{where}[{axis}]" for axis, size in enumerate(dims) if size is None
+            )
+    return names
+
+
+def _profile_window(
+    trainer: _Trainer, model: keras.Model, config: TrialConfig, log_dir: Path, steps: int
+) -> tuple[ProfileSummary | None, str | None]:
+    """Profiles ``steps`` training steps, each in a step marker, into ``log_dir`` and reads the
+    profile with XProf. Returns the summary, or None and why there is none: a profile that
+    cannot be captured or read costs the trial its breakdown, never its measurements."""
+    started = time.perf_counter()
+    try:
+        tf.profiler.experimental.start(str(log_dir))
+    except tf.errors.OpError as error:  # another profiler session runs in this process
+        return None, f"the profiler could not start: {error.message}"
+    try:
+        model.reset_metrics()
+        window_start = time.perf_counter()
+        trainer.run(steps, "profiled window", step_markers=True)
+        samples_per_second = steps * config.batch_size / (time.perf_counter() - window_start)
+    finally:
+        tf.profiler.experimental.stop()
+    try:
+        summary = analyse(log_dir)
+    except ProfileError as error:
+        return None, str(error)
+    return summary.with_capture(time.perf_counter() - started, samples_per_second), None
 
 
 def _cached_batch_throughput(
