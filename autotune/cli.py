@@ -16,6 +16,7 @@ from rich.console import Console
 
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import AutotuneError, ConfigError, TrialFailure
+from autotune.profile import PROFILE_MODES
 from autotune.result import RunResult
 from autotune.storage import DEFAULT_STORAGE
 
@@ -107,6 +108,13 @@ def main() -> None:
     default=None,
     help="Keep the trial's log in this folder.",
 )
+@click.option(
+    "--profile-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Profile one steady window with the TensorBoard profiler into this folder and read it "
+    "with XProf (tensorboard --logdir shows it).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @_handle_errors
 def trial(
@@ -119,6 +127,7 @@ def trial(
     no_curve: bool,
     time_limit: float,
     log_dir: str | None,
+    profile_dir: str | None,
     as_json: bool,
 ) -> None:
     """Run one isolated, measured trial of EXPERIMENT (path/file.py[:name] or module:name).
@@ -137,6 +146,7 @@ def trial(
         curve=not no_curve,
         curve_samples=curve_samples,
         time_limit_seconds=time_limit,
+        profile_dir=str(Path(profile_dir).resolve()) if profile_dir else None,
     )
     console = Console(stderr=as_json)
     try:
@@ -212,6 +222,15 @@ def _quiet_optuna() -> None:
     is_flag=True,
     help="Resume a study made with another experiment, space, tolerance or machine.",
 )
+@click.option(
+    "--profile",
+    type=click.Choice(PROFILE_MODES),
+    default="all",
+    show_default=True,
+    help="Profile one steady window of every trial (all), re-run the Pareto-front trials with "
+    "profiling at the end (pareto), or never (off). Profiles go to autotune_logs/<study>/ "
+    "beside the database: tensorboard --logdir shows them.",
+)
 @_handle_errors
 def run(
     experiment: str,
@@ -223,6 +242,7 @@ def run(
     tolerance: float,
     seed: int,
     allow_mismatch: bool,
+    profile: str,
 ) -> None:
     """Tune EXPERIMENT (default: the bundled digits CNN) and store the study in --storage.
 
@@ -231,7 +251,14 @@ def run(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from autotune.display import baseline_line, show_recipe, trial_line, trials_table
+    from autotune.display import (
+        baseline_line,
+        profile_line,
+        show_recipe,
+        trial_line,
+        trials_table,
+    )
+    from autotune.records import profile_reruns
     from autotune.study import Study
 
     _quiet_optuna()
@@ -244,6 +271,7 @@ def run(
         tolerance=tolerance,
         seed=seed,
         allow_mismatch=allow_mismatch,
+        profile=profile,
     )
     done = study.finished_count()
     console.print(
@@ -272,11 +300,16 @@ def run(
             progress.console.print(trial_line(record))
             progress.update(trials_task, completed=min(study.finished_count(), n_trials))
 
+        def on_profile(number: int, entry: dict[str, Any]) -> None:
+            progress.console.print(profile_line(number, entry))
+
         study.add_listener(on_trial)
+        study.on_profile(on_profile)
         study.optimize(n_trials=n_trials, timeout=timeout)
     front = study.pareto_front()
     if front:
-        console.print(trials_table(front, "Pareto front (feasible trials)"))
+        reruns = profile_reruns(study.optuna.user_attrs)
+        console.print(trials_table(front, "Pareto front (feasible trials)", reruns))
     show_recipe(console, study.best())
 
 
@@ -295,6 +328,7 @@ def status(storage: str, study_name: str | None) -> None:
     """Show a stored study: baseline, noise floor and every trial."""
     from autotune.display import format_throughput, trials_table
     from autotune.measure import Estimate
+    from autotune.records import profile_reruns
 
     study = _open(storage, study_name)
     console = Console()
@@ -314,7 +348,7 @@ def status(storage: str, study_name: str | None) -> None:
         + ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
     )
     if records:
-        console.print(trials_table(records, "Trials"))
+        console.print(trials_table(records, "Trials", profile_reruns(study.optuna.user_attrs)))
 
 
 @main.command()

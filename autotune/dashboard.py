@@ -131,8 +131,10 @@ def records_stamp(records: StudyRecords) -> str:
         repr(baseline.noise_floor),
         repr(sorted(baseline.seed_curves)),
     ]
+    # A Pareto re-run's profile arrives after its trial finished: it changes the step-time bars.
     parts += [
         repr((r.number, r.state, r.throughput, r.fidelity, r.duplicate_of, len(r.curve)))
+        + repr((r.profile_source, r.profile_error))
         for r in records.trials
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]

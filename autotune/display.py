@@ -2,26 +2,135 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from autotune.exceptions import TrialFailure
 from autotune.measure import format_throughput
+from autotune.profile import BREAKDOWN_COMPONENTS, input_verdict
 from autotune.result import RunResult
 
 if TYPE_CHECKING:
     from autotune.recipe import Recipe
     from autotune.study import TrialRecord
 
+#: Operations listed by :func:`show_result`, the most self time first.
+TOP_OPS_SHOWN = 3
+#: What :func:`trial_line` and :func:`trials_table` say when XLA recompiled while timed.
+RECOMPILED = "XLA RECOMPILED"
+
 
 def _bytes(value: int | None) -> str:
     return "-" if value is None else f"{value / 2**20:,.0f} MiB"
 
 
+def verdict_of(result: Mapping[str, Any]) -> str:
+    """A stored result's input verdict with its share and source, and the other source's share
+    when both were measured: 'highly input-bound 37% (ablation; xprof 3%)'; "" when neither
+    was."""
+    from autotune.records import verdict_text
+
+    profile, ablation = result.get("profile"), result.get("input_ablation")
+    verdict = input_verdict(profile, ablation)
+    return verdict_text(verdict.to_dict() if verdict else None, profile, ablation)
+
+
+def _recompiled(result: Mapping[str, Any]) -> bool:
+    return bool((result.get("recompilation") or {}).get("flagged"))
+
+
+def _profile_rows(summary: Table, result: RunResult) -> None:
+    """The input verdict, XProf's statement and top operations, profiling cost, profile error
+    and recompilation message of ``result``, as rows of ``summary``."""
+    data = result.to_dict()
+    verdict = input_verdict(data["profile"], data["input_ablation"])
+    if verdict is not None:
+        summary.add_row("input verdict", escape(verdict_of(data)))
+        summary.add_row("verdict from", escape(f"{verdict.source}: {verdict.why}"))
+    if result.input_ablation is not None:
+        ablation = result.input_ablation
+        summary.add_row(
+            "input ablation",
+            f"{ablation.verdict}: {ablation.input_fraction:.0%} of step time "
+            f"({ablation.cached.median:,.0f} samples/s fed one cached batch against "
+            f"{ablation.pipeline.median:,.0f} through the pipeline)",
+        )
+    profile = result.profile
+    if profile is not None:
+        summary.add_row(
+            "xprof",
+            escape(
+                f"{profile.verdict}: {profile.input_fraction:.0%} of the profiled step waiting "
+                f"for input ({profile.device_type or 'unknown device'}, {profile.steps} steps)"
+            ),
+        )
+        if profile.statement:
+            summary.add_row("xprof says", escape(profile.statement))
+        if profile.top_ops:
+            summary.add_row(
+                "top ops",
+                escape(
+                    "\n".join(
+                        f"{op.name} ({op.type}, {op.host_or_device}): {op.self_ms:,.2f} ms, "
+                        f"{op.fraction:.0%}"
+                        for op in profile.top_ops[:TOP_OPS_SHOWN]
+                    )
+                ),
+            )
+        if profile.sixteen_bit_fraction is not None:
+            summary.add_row("16-bit share", f"{profile.sixteen_bit_fraction:.0%} of device compute")
+        summary.add_row("profile", escape(f"tensorboard --logdir {profile.log_dir}"))
+        cost = f"{profile.capture_seconds:.1f} s outside the timed windows"
+        slowdown = (
+            profile.slowdown(result.throughput.median) if result.throughput is not None else None
+        )
+        if slowdown is not None:
+            pace = "slower" if slowdown >= 0 else "faster"
+            cost += f"; the profiled window ran {abs(slowdown):.0%} {pace} than the timed ones"
+        summary.add_row("profiling cost", cost)
+    if result.profile_error:
+        summary.add_row("profile error", f"[red]{escape(result.profile_error)}[/]")
+    if result.recompilation is not None and result.recompilation.message:
+        style = "red" if result.recompilation.flagged else "yellow"
+        summary.add_row("recompilation", f"[{style}]{escape(result.recompilation.message)}[/]")
+
+
+def breakdown_table(result: RunResult) -> Table | None:
+    """XProf's step-time breakdown of ``result``'s profiled window: milliseconds per step and
+    share for each component, and the same scaled to the timed step time (batch size / median
+    throughput); None when the trial was not profiled."""
+    from autotune.records import step_breakdown
+
+    profile = result.profile
+    if profile is None:
+        return None
+    scaled = step_breakdown(result.to_dict(), result.config) if result.throughput else None
+    table = Table(title="Step time in the profiled window (XProf)")
+    table.add_column("component")
+    table.add_column("ms per step", justify="right")
+    table.add_column("share", justify="right")
+    table.add_column("scaled to timed step (ms)", justify="right")
+    for name in BREAKDOWN_COMPONENTS:
+        value = profile.breakdown_ms.get(name, 0.0)
+        share = value / profile.step_ms if profile.step_ms > 0 else 0.0
+        timed = f"{scaled[name]:,.3f}" if scaled else "-"
+        table.add_row(name, f"{value:,.3f}", f"{share:.0%}", timed)
+    timed_step = (
+        f"{result.config.batch_size / result.throughput.median * 1e3:,.3f}"
+        if result.throughput and result.throughput.median > 0
+        else "-"
+    )
+    table.add_row("[bold]step[/]", f"{profile.step_ms:,.3f}", "100%", timed_step)
+    return table
+
+
 def show_result(console: Console, result: RunResult) -> None:
-    """Prints a measured trial: throughput, compile time, curve and effective settings."""
+    """Prints a measured trial: throughput, compile time, input verdict, profile (breakdown,
+    top operations, log folder, cost), recompilation, curve and effective settings."""
     summary = Table(title=f"Trial {result.config.describe()}", show_header=False)
     summary.add_column(style="bold")
     summary.add_column()
@@ -37,13 +146,7 @@ def show_result(console: Console, result: RunResult) -> None:
             f"{result.warmup_steps} steps; compile {result.compile_seconds:.2f} s; "
             f"steady step {result.steady_step_seconds * 1e3:.2f} ms",
         )
-    if result.input_ablation is not None:
-        ablation = result.input_ablation
-        summary.add_row(
-            "input pipeline",
-            f"{ablation.verdict}: {ablation.input_fraction:.0%} of step time waiting for input "
-            f"(ablation: {ablation.cached.median:,.0f} samples/s fed one cached batch)",
-        )
+    _profile_rows(summary, result)
     if result.stopped_early:
         summary.add_row("stopped early", result.stopped_early)
     for key in ("dtype_policy", "jit_compile", "loss_scaling", "learning_rate"):
@@ -61,6 +164,9 @@ def show_result(console: Console, result: RunResult) -> None:
     )
     summary.add_row("phases", ", ".join(f"{k} {v:.1f} s" for k, v in result.phase_seconds.items()))
     console.print(summary)
+    breakdown = breakdown_table(result)
+    if breakdown is not None:
+        console.print(breakdown)
     if result.curve:
         curve = Table(title="Validation curve")
         curve.add_column("samples seen", justify="right")
@@ -83,7 +189,9 @@ def show_failure(console: Console, failure: TrialFailure) -> None:
 
 
 def trial_line(record: TrialRecord) -> str:
-    """One line per finished trial: number, configuration, throughput with CI, fidelity, verdict."""
+    """One line per finished trial: number, configuration, throughput with CI, fidelity,
+    feasibility, input verdict with its source ('highly input-bound 37% (ablation; xprof 3%)')
+    and XLA RECOMPILED when XLA recompiled while timed."""
     config = record.config.describe() if record.config else "(no configuration)"
     head = f"trial {record.number:>3}  {config}"
     if record.state == "failed":
@@ -96,9 +204,24 @@ def trial_line(record: TrialRecord) -> str:
     )
     copy = f" (same as trial {record.duplicate_of})" if record.duplicate_of is not None else ""
     fidelity = f"fidelity {record.fidelity:.2f}" if record.fidelity is not None else ""
-    ablation = (record.user_attrs.get("result") or {}).get("input_ablation")
-    inputs = f"  {ablation['verdict']} ({ablation['input_fraction']:.0%})" if ablation else ""
-    return f"{head}  {throughput}  {fidelity}  {verdict}{copy}{inputs}"
+    result = record.user_attrs.get("result") or {}
+    inputs = verdict_of(result)
+    inputs = f"  {escape(inputs)}" if inputs else ""
+    recompiled = f"  [bold red]{RECOMPILED}[/]" if _recompiled(result) else ""
+    return f"{head}  {throughput}  {fidelity}  {verdict}{copy}{inputs}{recompiled}"
+
+
+def profile_line(number: int, entry: Mapping[str, Any]) -> str:
+    """One line per Pareto re-run profile (``autotune_profile:<n>``): its input verdict and
+    where the profile is, or why there is none."""
+    head = f"profile of trial {number:>3} (Pareto re-run)"
+    if not entry.get("profile"):
+        why = entry.get("profile_error") or "no profile"
+        return f"{head}  [red]no profile[/]: {escape(str(why))}"
+    inputs = verdict_of(entry) or "-"
+    recompiled = f"  [bold red]{RECOMPILED}[/]" if _recompiled(entry) else ""
+    log_dir = entry["profile"].get("log_dir") or entry.get("log_dir")
+    return f"{head}  {escape(inputs)}{recompiled}  " + escape(f"tensorboard --logdir {log_dir}")
 
 
 def baseline_line(seed: int, result: RunResult) -> str:
@@ -108,14 +231,28 @@ def baseline_line(seed: int, result: RunResult) -> str:
     return f"baseline seed {seed}  {result.config.describe()}  {what}  val loss: {losses}"
 
 
-def trials_table(records: list[TrialRecord], title: str) -> Table:
-    """A table of trials: configuration, throughput with CI, fidelity and state."""
+def trials_table(
+    records: list[TrialRecord],
+    title: str,
+    reruns: Mapping[int, Mapping[str, Any]] | None = None,
+) -> Table:
+    """A table of trials: configuration, throughput with CI, fidelity, state, input verdict
+    (with its source and both figures) and the profile's log folder.
+
+    ``reruns``: the study's Pareto re-runs by trial number
+    (:func:`autotune.records.profile_reruns` of the study's user attributes); a trial without
+    a profile of its own shows its re-run's, marked "(re-run)".
+    """
+    from autotune.records import profile_fields, rerun_for, verdict_text
+
     table = Table(title=title)
     table.add_column("#", justify="right")
     table.add_column("configuration")
     table.add_column("samples/s (95% CI)", justify="right")
     table.add_column("fidelity", justify="right")
     table.add_column("state")
+    table.add_column("input")
+    table.add_column("profile log dir")
     for record in records:
         estimate = record.throughput
         rate = (
@@ -131,8 +268,22 @@ def trials_table(records: list[TrialRecord], title: str) -> Table:
             state = f"failed: {record.failure_kind}"
         if record.duplicate_of is not None:
             state += f" (= #{record.duplicate_of})"
+        rerun = rerun_for(record.number, record.duplicate_of, reruns)
+        facts = profile_fields(record.user_attrs.get("result") or {}, record.config, rerun)
+        if (facts["recompilation"] or {}).get("flagged"):
+            state += f" [bold red]{RECOMPILED}[/]"
+        inputs = verdict_text(facts["verdict"], facts["xprof"], facts["input_ablation"])
+        if facts["profile_log_dir"]:
+            rerun_mark = " (re-run)" if facts["profile_source"] == "rerun" else ""
+            where = escape(facts["profile_log_dir"] + rerun_mark)
+        elif facts["profile_error"]:
+            where = f"[red]none[/]: {escape(facts['profile_error'])}"
+        else:
+            where = "-"
         config = record.config.describe() if record.config else "-"
-        table.add_row(str(record.number), config, rate, fidelity, state)
+        table.add_row(
+            str(record.number), config, rate, fidelity, state, escape(inputs or "-"), where
+        )
     return table
 
 

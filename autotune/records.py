@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from autotune.config import TrialConfig
 from autotune.exceptions import ConfigError
 from autotune.fidelity import NoiseFloor
 from autotune.measure import Estimate, InputAblation
+from autotune.profile import BREAKDOWN_COMPONENTS, input_verdict
 from autotune.recipe import Recipe
 from autotune.result import CurvePoint
 from autotune.storage import open_storage, pick_study_name, quiet_experimental, sqlite_path
@@ -37,8 +38,15 @@ from autotune.study import (
     record_of,
 )
 
-#: Components of a profiled step-time breakdown, in drawing order (milliseconds per step).
-PROFILE_COMPONENTS = ("input", "compute", "compile", "other")
+#: Components of a step-time breakdown, in drawing order (milliseconds per step). A profiled
+#: run has XProf's input, host_compute, device_compute, compile and other; a run with only an
+#: input ablation has input and compute.
+PROFILE_COMPONENTS = ("input", "host_compute", "device_compute", "compute", "compile", "other")
+#: Study user attribute prefix of a Pareto trial's profiling re-run: ``autotune_profile:<n>``
+#: holds ``{"profile", "profile_error", "input_ablation", "recompilation", "log_dir"}``.
+PROFILE_RERUN_PREFIX = "autotune_profile:"
+#: Where a run's profile came from: its own measurement or a profiling re-run.
+PROFILE_SOURCES = ("trial", "rerun")
 
 
 def _curve(points: Iterable[dict[str, Any]] | None) -> tuple[CurvePoint, ...]:
@@ -70,8 +78,11 @@ class BaselineRecord:
         log_dir: where the baseline runs' logs were kept (derived from the trials' log folders,
             else the study's default log folder; None when unknown).
         hardware, versions: where and with what seed 0 ran.
-        profile: step-time breakdown in milliseconds per :data:`PROFILE_COMPONENTS` key (input
-            and compute from the input ablation today); None when not measured.
+        profile: seed 0's step-time breakdown (see :func:`step_breakdown`); None when not
+            measured.
+        verdict, xprof, input_ablation, profile_source, profile_log_dir, profile_error,
+            recompilation: seed 0's input verdict, profile and recompilation check, as for
+            :class:`TrialRow`.
     """
 
     config: TrialConfig | None
@@ -87,6 +98,18 @@ class BaselineRecord:
     hardware: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
     profile: dict[str, float] | None = None
+    verdict: dict[str, Any] | None = None
+    xprof: dict[str, Any] | None = None
+    input_ablation: dict[str, Any] | None = None
+    profile_source: str | None = None
+    profile_log_dir: str | None = None
+    profile_error: str | None = None
+    recompilation: dict[str, Any] | None = None
+
+    @property
+    def verdict_text(self) -> str:
+        """'highly input-bound 37% (ablation; xprof 3%)', or "" when not measured."""
+        return verdict_text(self.verdict, self.xprof, self.input_ablation)
 
     @property
     def measured(self) -> bool:
@@ -133,8 +156,22 @@ class TrialRow:
         final_metrics: validation metrics at the last checkpoint.
         peak_host_bytes, peak_device_bytes: peak memory of the trial (bytes).
         hardware, versions: where and with what the trial ran.
-        profile: step-time breakdown in milliseconds per :data:`PROFILE_COMPONENTS` key (input
-            and compute from the input ablation today); None when not measured.
+        profile: step-time breakdown in milliseconds per :data:`PROFILE_COMPONENTS` key (see
+            :func:`step_breakdown`): XProf's proportions scaled to :attr:`step_ms` when the
+            trial was profiled, else the input ablation's input and compute; None when neither
+            was measured.
+        verdict: the input verdict (:meth:`autotune.profile.Verdict.to_dict`: verdict,
+            input_fraction, source "xprof" or "ablation", why); None when neither was measured.
+        xprof: the profile as XProf read it (:meth:`autotune.profile.ProfileSummary.to_dict`),
+            from the trial or its Pareto re-run; None when not profiled.
+        input_ablation: the input ablation (:meth:`autotune.measure.InputAblation.to_dict`).
+        profile_source: "trial" when the trial profiled itself, "rerun" when the profile came
+            from the study's Pareto re-run (``autotune_profile:<n>``), None without a profile.
+        profile_log_dir: the profile's TensorBoard folder (``tensorboard --logdir`` shows it).
+        profile_error: why a profile that was asked for is missing.
+        recompilation: XLA recompilation seen in the timed windows
+            (:meth:`autotune.recompilation.Recompilation.to_dict`, with "flagged" and
+            "message"); None when not checked.
     """
 
     number: int
@@ -163,6 +200,23 @@ class TrialRow:
     hardware: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
     profile: dict[str, float] | None = None
+    verdict: dict[str, Any] | None = None
+    xprof: dict[str, Any] | None = None
+    input_ablation: dict[str, Any] | None = None
+    profile_source: str | None = None
+    profile_log_dir: str | None = None
+    profile_error: str | None = None
+    recompilation: dict[str, Any] | None = None
+
+    @property
+    def verdict_text(self) -> str:
+        """'highly input-bound 37% (ablation; xprof 3%)', or "" when not measured."""
+        return verdict_text(self.verdict, self.xprof, self.input_ablation)
+
+    @property
+    def recompiled(self) -> bool:
+        """Whether XLA recompiled during the timed windows."""
+        return bool(self.recompilation and self.recompilation.get("flagged"))
 
     @property
     def scored(self) -> bool:
@@ -359,21 +413,132 @@ def _recipe_note(row: TrialRow, speedup: float | None, limit: float) -> str:
     )
 
 
-def step_breakdown(result: dict[str, Any], config: TrialConfig | None) -> dict[str, float] | None:
-    """Step time split into input and compute (ms per step) from a stored result's input
-    ablation; None when the trial has none."""
+def step_breakdown(
+    result: Mapping[str, Any], config: TrialConfig | None
+) -> dict[str, float] | None:
+    """A stored result's step time split into parts (milliseconds per step); None when it has
+    neither a profile nor an input ablation.
+
+    With a profile, XProf's :data:`autotune.profile.BREAKDOWN_COMPONENTS` (input, host_compute,
+    device_compute, compile, other) scaled so they sum to the timed step time (batch size /
+    median throughput): the profiler slows the profiled window down (about 2x on a CPU), so
+    only its proportions are kept. Without a throughput they stay as profiled. Without a
+    profile, the input ablation's input and compute.
+    """
+    profile = result.get("profile")
+    breakdown: Mapping[str, Any] = (profile or {}).get("breakdown_ms") or {}
+    parts = {k: float(breakdown.get(k) or 0.0) for k in BREAKDOWN_COMPONENTS}
+    total = sum(parts.values())
+    if total > 0:
+        step_ms = _step_ms(config, _estimate(result.get("throughput")))
+        scale = 1.0 if step_ms is None else step_ms / total
+        return {k: v * scale for k, v in parts.items()}
     ablation = result.get("input_ablation")
     if not ablation or config is None:
         return None
-    return InputAblation.from_dict(ablation).step_milliseconds(config.batch_size)
+    return InputAblation.from_dict(dict(ablation)).step_milliseconds(config.batch_size)
+
+
+def breakdown_source(breakdown: Mapping[str, float] | None) -> str | None:
+    """Where a :func:`step_breakdown` came from: "xprof", "ablation" or None."""
+    if not breakdown:
+        return None
+    return "ablation" if "compute" in breakdown else "xprof"
+
+
+def _estimate(data: Any) -> Estimate | None:
+    return Estimate(**data) if isinstance(data, dict) else None
+
+
+def merge_profile_rerun(
+    result: Mapping[str, Any], rerun: Mapping[str, Any] | None
+) -> tuple[dict[str, Any], str | None]:
+    """A stored result with its Pareto re-run (``autotune_profile:<n>``) merged in, and where
+    its profile came from ("trial", "rerun" or None).
+
+    A result with its own profile keeps it. Otherwise it takes the re-run's profile (or, when
+    the re-run has none, its profile_error), and its input_ablation and recompilation where the
+    result has none of its own. Throughput, fidelity and everything else stay the trial's.
+    """
+    merged = dict(result)
+    if merged.get("profile"):
+        return merged, "trial"
+    if not rerun:
+        return merged, None
+    source = None
+    if rerun.get("profile"):
+        merged["profile"] = rerun["profile"]
+        merged["profile_error"] = None
+        source = "rerun"
+    elif rerun.get("profile_error") and not merged.get("profile_error"):
+        merged["profile_error"] = rerun["profile_error"]
+    for part in ("input_ablation", "recompilation"):
+        if not merged.get(part) and rerun.get(part):
+            merged[part] = rerun[part]
+    return merged, source
+
+
+def profile_reruns(study_attrs: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
+    """The Pareto re-runs stored in a study's user attributes, by trial number."""
+    reruns: dict[int, dict[str, Any]] = {}
+    for key, value in study_attrs.items():
+        number = key[len(PROFILE_RERUN_PREFIX) :]
+        if key.startswith(PROFILE_RERUN_PREFIX) and number.isdigit() and isinstance(value, dict):
+            reruns[int(number)] = value
+    return reruns
+
+
+def verdict_text(
+    verdict: Mapping[str, Any] | None,
+    xprof: Mapping[str, Any] | None,
+    ablation: Mapping[str, Any] | None,
+) -> str:
+    """'highly input-bound 37% (ablation; xprof 3%)': the verdict, its input share and source,
+    then the other source's share when both were measured; "" without a verdict."""
+    if not verdict:
+        return ""
+    source = str(verdict.get("source", ""))
+    other = ablation if source == "xprof" else xprof
+    other_name = "ablation" if source == "xprof" else "xprof"
+    beside = ""
+    if other and isinstance(other.get("input_fraction"), (int, float)):
+        beside = f"; {other_name} {float(other['input_fraction']):.0%}"
+    return f"{verdict['verdict']} {float(verdict['input_fraction']):.0%} ({source}{beside})"
+
+
+def profile_fields(
+    result: Mapping[str, Any], config: TrialConfig | None, rerun: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The profile-related fields of a :class:`TrialRow` or :class:`BaselineRecord` from a
+    stored result and its Pareto re-run: profile (the step breakdown), verdict, xprof,
+    input_ablation, profile_source, profile_log_dir, profile_error and recompilation."""
+    merged, source = merge_profile_rerun(result, rerun)
+    xprof = merged.get("profile") or None
+    ablation = merged.get("input_ablation") or None
+    verdict = input_verdict(xprof, ablation)
+    log_dir = None
+    if xprof:
+        log_dir = xprof.get("log_dir") or (rerun or {}).get("log_dir")
+    return {
+        "profile": step_breakdown(merged, config),
+        "verdict": verdict.to_dict() if verdict else None,
+        "xprof": dict(xprof) if xprof else None,
+        "input_ablation": dict(ablation) if ablation else None,
+        "profile_source": source,
+        "profile_log_dir": str(log_dir) if log_dir else None,
+        "profile_error": merged.get("profile_error") or None,
+        "recompilation": dict(merged["recompilation"]) if merged.get("recompilation") else None,
+    }
 
 
 def _iso(value: dt.datetime | None) -> str | None:
     return value.isoformat(timespec="seconds") if value is not None else None
 
 
-def row_of(trial: FrozenTrial) -> TrialRow:
-    """A :class:`TrialRow` from an Optuna trial stored by an autotune study."""
+def row_of(trial: FrozenTrial, reruns: Mapping[int, Mapping[str, Any]] | None = None) -> TrialRow:
+    """A :class:`TrialRow` from an Optuna trial stored by an autotune study, with its Pareto
+    re-run from ``reruns`` (by trial number; see :func:`profile_reruns`) merged in. A repeat of
+    an earlier trial takes its twin's re-run."""
     record = record_of(trial)
     attrs = record.user_attrs
     result: dict[str, Any] = attrs.get("result") or {}
@@ -405,8 +570,22 @@ def row_of(trial: FrozenTrial) -> TrialRow:
         peak_device_bytes=result.get("peak_device_bytes"),
         hardware=dict(result.get("hardware") or {}),
         versions=dict(result.get("versions") or {}),
-        profile=step_breakdown(result, record.config),
+        **profile_fields(
+            result, record.config, rerun_for(record.number, record.duplicate_of, reruns)
+        ),
     )
+
+
+def rerun_for(
+    number: int, duplicate_of: int | None, reruns: Mapping[int, Mapping[str, Any]] | None
+) -> Mapping[str, Any] | None:
+    """Trial ``number``'s Pareto re-run in ``reruns``, else its twin's (``duplicate_of``)."""
+    if not reruns:
+        return None
+    rerun = reruns.get(number)
+    if rerun is None and duplicate_of is not None:
+        rerun = reruns.get(duplicate_of)
+    return rerun
 
 
 def _baseline_log_dir(url: str, name: str, trials: Sequence[TrialRow]) -> str | None:
@@ -441,7 +620,7 @@ def baseline_of(stored: dict[str, Any], log_dir: str | None = None) -> BaselineR
         log_dir=log_dir,
         hardware=dict(main.get("hardware") or {}),
         versions=dict(main.get("versions") or {}),
-        profile=step_breakdown(main, TrialConfig.from_dict(config) if config else None),
+        **profile_fields(main, TrialConfig.from_dict(config) if config else None),
     )
 
 
@@ -464,7 +643,8 @@ def read_records(
     info: dict[str, Any] = attrs.get(INFO_KEY) or {}
     if not identity:
         raise ConfigError(f"--study {name!r} in {url!r} was not made by autotune")
-    trials = tuple(row_of(t) for t in study.get_trials(deepcopy=False))
+    reruns = profile_reruns(attrs)
+    trials = tuple(row_of(t, reruns) for t in study.get_trials(deepcopy=False))
     return StudyRecords(
         study_name=name,
         storage=url,
@@ -492,12 +672,21 @@ def load_records(storage_url: str, study_name: str | None = None) -> StudyRecord
 
 __all__ = [
     "PROFILE_COMPONENTS",
+    "PROFILE_RERUN_PREFIX",
+    "PROFILE_SOURCES",
     "BaselineRecord",
     "StudyRecords",
     "TrialRow",
     "baseline_of",
+    "breakdown_source",
     "load_records",
+    "merge_profile_rerun",
     "pareto_front",
+    "profile_fields",
+    "profile_reruns",
     "read_records",
+    "rerun_for",
     "row_of",
+    "step_breakdown",
+    "verdict_text",
 ]

@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from autotune import _plotly
 from autotune.exceptions import ConfigError
 from autotune.measure import format_throughput
-from autotune.records import PROFILE_COMPONENTS, StudyRecords, TrialRow
+from autotune.records import (
+    PROFILE_COMPONENTS,
+    BaselineRecord,
+    StudyRecords,
+    TrialRow,
+    breakdown_source,
+)
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
@@ -41,8 +47,29 @@ FIGURE_IDS = (
 UNPROFILED = "whole step (profile breakdown not captured)"
 NOT_PROFILED_NOTE = (
     "profile breakdown not captured: each bar is the whole step time over the timed windows "
-    "(batch size / median throughput); input, compute, compile and other need a profiled run"
+    "(batch size / median throughput); its parts need a profile (autotune run --profile all or "
+    "pareto) or an input ablation"
 )
+#: The note of a figure with a bar from XProf.
+SCALED_NOTE = (
+    "XProf's proportions scaled to the timed step time (batch size / median throughput): the "
+    "profiler slows the profiled window down"
+)
+#: The note of a figure with a bar from an input ablation only.
+ABLATION_NOTE = (
+    "input and compute by ablation (the step time saved by feeding one cached batch), for runs "
+    "without a profile"
+)
+#: Legend names of the step-time components.
+COMPONENT_LABELS = {
+    "input": "input pipeline",
+    "host_compute": "host compute",
+    "device_compute": "device compute",
+    "compute": "compute (ablation: the step fed one cached batch)",
+    "compile": "compile (in the profiled window)",
+    "other": "other (launches, transfers, idle)",
+    UNPROFILED: UNPROFILED,
+}
 
 _COLORS = {
     "baseline": "#222222",
@@ -52,6 +79,15 @@ _COLORS = {
     "pruned": "#ff7f0e",
     "tolerance": "#d62728",
     "chosen": "#2ca02c",
+}
+_COMPONENT_COLORS = {
+    "input": "#ff7f0e",
+    "host_compute": "#1f77b4",
+    "device_compute": "#2ca02c",
+    "compute": "#1f77b4",
+    "compile": "#e377c2",
+    "other": "#9467bd",
+    UNPROFILED: "#8c9db5",
 }
 _TRIAL_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 
@@ -572,7 +608,14 @@ class BreakdownBar(NamedTuple):
         components: the step split into parts (milliseconds); one :data:`UNPROFILED` part
             holding the whole step when there is no profile.
         compile_seconds: first step time minus a steady step time (seconds).
-        profiled: whether ``components`` came from a profile.
+        profiled: whether ``components`` came from a profile or an input ablation.
+        source: where ``components`` came from: "xprof" (XProf's proportions scaled to
+            ``step_ms``), "ablation" (input and compute) or None.
+        verdict: the input verdict with its source and both figures ("highly input-bound 37%
+            (ablation; xprof 3%)"); "" when not measured.
+        log_dir: the profile's TensorBoard folder; None without a profile.
+        profile_source: "trial", "rerun" (the study's Pareto re-run) or None.
+        recompiled: whether XLA recompiled during the timed windows.
     """
 
     key: str
@@ -583,6 +626,11 @@ class BreakdownBar(NamedTuple):
     components: dict[str, float]
     compile_seconds: float | None
     profiled: bool
+    source: str | None = None
+    verdict: str = ""
+    log_dir: str | None = None
+    profile_source: str | None = None
+    recompiled: bool = False
 
 
 class BreakdownInfo(NamedTuple):
@@ -591,7 +639,9 @@ class BreakdownInfo(NamedTuple):
     Attributes:
         bars: the baseline first, then the trials.
         components: the parts drawn, in stacking order.
-        note: :data:`NOT_PROFILED_NOTE` when any bar has no profile, else None.
+        note: :data:`SCALED_NOTE` when any bar comes from XProf, :data:`ABLATION_NOTE` when any
+            comes from an input ablation and :data:`NOT_PROFILED_NOTE` when any has neither,
+            joined by "; "; None when there is no bar.
     """
 
     bars: list[BreakdownBar]
@@ -602,19 +652,29 @@ class BreakdownInfo(NamedTuple):
 def _bar(
     key: str,
     label: str,
-    description: str,
     step_ms: float | None,
-    steady_step_seconds: float | None,
-    profile: dict[str, float] | None,
-    compile_seconds: float | None,
+    run: BaselineRecord | TrialRow,
 ) -> BreakdownBar:
+    profile = run.profile
     if profile:
         components = {k: float(profile[k]) for k in PROFILE_COMPONENTS if k in profile}
     else:
         components = {UNPROFILED: step_ms} if step_ms is not None else {}
-    warmup = None if steady_step_seconds is None else 1e3 * steady_step_seconds
+    steady = run.steady_step_seconds
     return BreakdownBar(
-        key, label, description, step_ms, warmup, components, compile_seconds, bool(profile)
+        key=key,
+        label=label,
+        description=run.config.describe() if run.config else "-",
+        step_ms=step_ms,
+        warmup_step_ms=None if steady is None else 1e3 * steady,
+        components=components,
+        compile_seconds=run.compile_seconds,
+        profiled=bool(profile),
+        source=breakdown_source(profile),
+        verdict=run.verdict_text,
+        log_dir=run.profile_log_dir,
+        profile_source=run.profile_source,
+        recompiled=bool(run.recompilation and run.recompilation.get("flagged")),
     )
 
 
@@ -623,40 +683,49 @@ def breakdown_info(records: StudyRecords, numbers: Sequence[int] | None = None) 
     baseline = records.baseline
     bars = []
     if baseline.config is not None:
-        bars.append(
-            _bar(
-                BASELINE_POINT,
-                "baseline",
-                baseline.config.describe(),
-                baseline.step_ms,
-                baseline.steady_step_seconds,
-                baseline.profile,
-                baseline.compile_seconds,
-            )
-        )
+        bars.append(_bar(BASELINE_POINT, "baseline", baseline.step_ms, baseline))
     rows = records.pareto() if numbers is None else [records.trial(n) for n in numbers]
     for row in rows:
-        bars.append(
-            _bar(
-                point_key(row.number),
-                f"trial {row.number}",
-                row.config.describe() if row.config else "-",
-                row.step_ms,
-                row.steady_step_seconds,
-                row.profile,
-                row.compile_seconds,
-            )
-        )
+        bars.append(_bar(point_key(row.number), f"trial {row.number}", row.step_ms, row))
     components = [k for k in PROFILE_COMPONENTS if any(k in b.components for b in bars)]
     if any(UNPROFILED in b.components for b in bars):
         components.append(UNPROFILED)
-    note = NOT_PROFILED_NOTE if any(not b.profiled for b in bars) else None
-    return BreakdownInfo(bars=bars, components=components, note=note)
+    notes = [
+        note
+        for note, present in (
+            (SCALED_NOTE, any(b.source == "xprof" for b in bars)),
+            (ABLATION_NOTE, any(b.source == "ablation" for b in bars)),
+            (NOT_PROFILED_NOTE, any(not b.profiled for b in bars)),
+        )
+        if present
+    ]
+    return BreakdownInfo(bars=bars, components=components, note="; ".join(notes) or None)
+
+
+def _bar_hover(bar: BreakdownBar) -> str:
+    lines = [bar.label, bar.description]
+    if bar.step_ms is not None:
+        lines.append(f"timed step {bar.step_ms:.3f} ms")
+    if bar.warmup_step_ms:
+        lines.append(f"warm-up steady step {bar.warmup_step_ms:.3f} ms")
+    if bar.verdict:
+        lines.append(f"input: {bar.verdict}")
+    if bar.source == "xprof":
+        rerun = ", Pareto re-run" if bar.profile_source == "rerun" else ""
+        lines.append(f"breakdown: XProf{rerun}, scaled to the timed step")
+    elif bar.source == "ablation":
+        lines.append("breakdown: input ablation")
+    if bar.log_dir:
+        lines.append(f"tensorboard --logdir {bar.log_dir}")
+    if bar.recompiled:
+        lines.append("XLA RECOMPILED during the timed windows")
+    return "<br>".join(html.escape(line) for line in lines)
 
 
 def breakdown_figure(info: BreakdownInfo, title: str = "Where a training step goes") -> Any:
-    """Stacked step-time bars (ms) next to compile-time bars (s), saying when there is no
-    profile breakdown."""
+    """Stacked step-time bars (ms) next to compile-time bars (s), saying where each breakdown
+    came from (XProf scaled to the timed step, an input ablation, or none); each bar's hover
+    shows its input verdict and its profile's log folder."""
     _plotly.require()
     go, make_subplots = _plotly.go, _plotly.make_subplots
     figure = make_subplots(
@@ -666,21 +735,17 @@ def breakdown_figure(info: BreakdownInfo, title: str = "Where a training step go
         subplot_titles=("step time (ms per step)", "compile time (s, first step extra)"),
     )
     labels = [b.label for b in info.bars]
-    hover = [
-        f"{b.label}<br>{b.description}"
-        + (f"<br>warm-up steady step {b.warmup_step_ms:.3f} ms" if b.warmup_step_ms else "")
-        for b in info.bars
-    ]
-    palette = ("#1f77b4", "#ff7f0e", "#9467bd", "#7f7f7f", "#8c9db5")
-    for index, component in enumerate(info.components):
+    hover = [_bar_hover(b) for b in info.bars]
+    for component in info.components:
+        name = COMPONENT_LABELS.get(component, component)
         figure.add_trace(
             go.Bar(
                 x=labels,
                 y=[b.components.get(component) for b in info.bars],
-                name=component,
-                marker={"color": palette[index % len(palette)]},
+                name=name,
+                marker={"color": _COMPONENT_COLORS.get(component, "#7f7f7f")},
                 hovertext=hover,
-                hovertemplate="%{hovertext}<br>%{y:.3f} ms<extra>" + component + "</extra>",
+                hovertemplate="%{hovertext}<br>%{y:.3f} ms<extra>" + name + "</extra>",
                 uid=trace_uid(f"step-{component}"),
             ),
             row=1,
@@ -1191,10 +1256,13 @@ def write_report(records: StudyRecords, path: str | Path) -> Path:
 
 
 __all__ = [
+    "ABLATION_NOTE",
     "BASELINE_POINT",
+    "COMPONENT_LABELS",
     "FIGURE_IDS",
     "NOT_PROFILED_NOTE",
     "PARETO_TRACE",
+    "SCALED_NOTE",
     "UNPROFILED",
     "BreakdownBar",
     "BreakdownInfo",

@@ -36,6 +36,7 @@ from autotune.exceptions import AutotuneError, ConfigError, TrialFailure
 from autotune.experiment import Experiment, load_experiment, reference_of
 from autotune.fidelity import NoiseFloor, fidelity_distance, noise_floor
 from autotune.measure import Estimate
+from autotune.profile import check_mode
 from autotune.recipe import Recipe
 from autotune.result import RunResult
 from autotune.space import SearchSpace, resolve_space, space_from_dict
@@ -168,7 +169,14 @@ def record_of(trial: FrozenTrial) -> TrialRecord:
 
 
 #: RunSettings fields that a study sets per run; the others decide how every trial is measured.
-PER_RUN_SETTINGS = ("seed", "measure_throughput", "curve", "stop_below_samples_per_second")
+PER_RUN_SETTINGS = (
+    "seed",
+    "measure_throughput",
+    "curve",
+    "stop_below_samples_per_second",
+    "profile_dir",
+    "profile_steps",
+)
 
 
 def _measurement(settings: RunSettings) -> dict[str, Any]:
@@ -220,8 +228,14 @@ class Study:
         seed: seed of the sampler; on resume it is offset by the trials already stored, so the
             sampler does not replay its earlier draws.
         runner: runs one trial; the default runs it in a fresh process.
-        log_root: folder for per-trial logs; defaults to ``autotune_logs/<study>`` beside an
-            SQLite database, else in the current folder.
+        log_root: folder for per-trial logs and profiles; defaults to ``autotune_logs/<study>``
+            beside an SQLite database, else in the current folder. ``tensorboard --logdir`` on it
+            shows each profiled trial as a run (``trial_<n>``, ``baseline_seed_0``).
+        profile: "all" profiles one steady window of every trial and of the baseline; "pareto"
+            re-runs the Pareto-front trials with profiling when :meth:`optimize` ends (see
+            :meth:`profile_pareto`); "off" never profiles. Profiling happens after the timed
+            windows, so it never changes a throughput figure; it is not part of the study's
+            identity and may differ between runs of the same study.
         max_consecutive_failures: stop after this many failed trials in a row.
     """
 
@@ -239,8 +253,10 @@ class Study:
         seed: int = 0,
         runner: TrialRunner | None = None,
         log_root: str | Path | None = None,
+        profile: str = "all",
         max_consecutive_failures: int = MAX_CONSECUTIVE_FAILURES,
     ) -> None:
+        self.profile = check_mode(profile)
         if not isinstance(tolerance, (int, float)) or isinstance(tolerance, bool) or tolerance <= 0:
             raise ConfigError(f"tolerance must be a number > 0. Received: tolerance={tolerance!r}")
         self.reference = reference_of(experiment)
@@ -276,8 +292,9 @@ class Study:
             database = sqlite_path(storage)
             parent = database.resolve().parent if database else Path.cwd()
             log_root = parent / "autotune_logs" / self.name
-        self.log_root = Path(log_root)
+        self.log_root = Path(log_root).resolve()
         self._listeners: list[Callable[[TrialRecord], None]] = []
+        self._on_profile: Callable[[int, dict[str, Any]], None] | None = None
 
     # ----------------------------------------------------------------- identity and storage
     def _load_existing(self) -> optuna.Study | None:
@@ -325,6 +342,11 @@ class Study:
         """Calls ``listener`` with a :class:`TrialRecord` after every finished trial."""
         self._listeners.append(listener)
 
+    def on_profile(self, listener: Callable[[int, dict[str, Any]], None]) -> None:
+        """Calls ``listener(trial_number, entry)`` for each Pareto re-run profile stored by
+        :meth:`optimize` in "pareto" mode."""
+        self._on_profile = listener
+
     # ----------------------------------------------------------------- baseline
     @property
     def baseline_config(self) -> TrialConfig:
@@ -341,13 +363,14 @@ class Study:
         for seed in BASELINE_SEEDS:
             if str(seed) in runs:
                 continue
+            log_dir = self.log_root / f"baseline_seed_{seed}"
             settings = self.settings.replace(
                 seed=seed,
                 measure_throughput=seed == BASELINE_SEEDS[0],
                 curve=True,
                 stop_below_samples_per_second=None,
+                profile_dir=self._profile_dir(log_dir),
             )
-            log_dir = self.log_root / f"baseline_seed_{seed}"
             try:
                 result = self.runner(self.reference, self.baseline_config, settings, log_dir)
             except TrialFailure as failure:
@@ -483,10 +506,12 @@ class Study:
             raise optuna.TrialPruned(reason)
 
         baseline_throughput, baseline_curve, floor = self._baseline_parts()
-        settings = self.settings.replace(
-            seed=BASELINE_SEEDS[0], stop_below_samples_per_second=baseline_throughput.low
-        )
         log_dir = self.log_root / f"trial_{trial.number}"
+        settings = self.settings.replace(
+            seed=BASELINE_SEEDS[0],
+            stop_below_samples_per_second=baseline_throughput.low,
+            profile_dir=self._profile_dir(log_dir),
+        )
         trial.set_user_attr("log_dir", str(log_dir))
         try:
             result = self.runner(self.reference, config, settings, log_dir)
@@ -566,6 +591,55 @@ class Study:
                         f"{record.number}, {record.failure_kind}: {record.reason}); stopping. "
                         "Check the experiment with 'autotune trial'"
                     )
+        if self.profile == "pareto":
+            self.profile_pareto(on_profile=self._on_profile)
+
+    def _profile_dir(self, log_dir: Path) -> str | None:
+        return str(log_dir) if self.profile == "all" else None
+
+    def profile_pareto(
+        self, on_profile: Callable[[int, dict[str, Any]], None] | None = None
+    ) -> dict[int, dict[str, Any]]:
+        """Re-runs each Pareto-front trial that has no profile yet, with profiling and without
+        its curve, and stores what the profile says in the study (``autotune_profile:<n>``); the
+        trial's own throughput and fidelity stay as measured. A re-run that fails is stored with
+        its failure and not retried; it never stops the study.
+
+        Returns the stored entries by trial number; ``on_profile(number, entry)`` is called as
+        each is stored.
+        """
+        from autotune.records import PROFILE_RERUN_PREFIX
+
+        stored: dict[int, dict[str, Any]] = {}
+        attrs = self.optuna.user_attrs
+        for record in self.pareto_front():
+            key = f"{PROFILE_RERUN_PREFIX}{record.number}"
+            result = record.user_attrs.get("result") or {}
+            if record.config is None or result.get("profile") or key in attrs:
+                continue
+            log_dir = self.log_root / f"trial_{record.number}"
+            settings = self.settings.replace(
+                seed=BASELINE_SEEDS[0],
+                curve=False,
+                stop_below_samples_per_second=None,
+                profile_dir=str(log_dir),
+            )
+            entry: dict[str, Any] = {"log_dir": str(log_dir)}
+            try:
+                rerun = self.runner(self.reference, record.config, settings, log_dir / "rerun")
+            except TrialFailure as failure:
+                entry["profile_error"] = (
+                    f"the profiling re-run failed ({failure.kind}): {failure.message}"
+                )
+            else:
+                data = rerun.to_dict()
+                for part in ("profile", "profile_error", "input_ablation", "recompilation"):
+                    entry[part] = data.get(part)
+            self.optuna.set_user_attr(key, entry)
+            stored[record.number] = entry
+            if on_profile is not None:
+                on_profile(record.number, entry)
+        return stored
 
     def _exhausted(self) -> bool:
         measured = {

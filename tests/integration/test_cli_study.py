@@ -94,6 +94,38 @@ def test_run_status_best_export_and_resume(tmp_path: Path) -> None:
 
     logs = tmp_path / "autotune_logs"
     assert any(logs.rglob("trial.log")), "each trial keeps its log next to the database"
+    # --profile all (the default): every trial's profile is a run for tensorboard --logdir
+    study_logs = next(logs.iterdir())
+    for number in range(3):
+        assert list((study_logs / f"trial_{number}").glob("plugins/profile/*/*.xplane.pb"))
+    assert "input-bound" in status.stdout
+
+
+@pytest.mark.slow
+def test_profile_off_leaves_no_profiles_and_pareto_profiles_the_front_afterwards(
+    tmp_path: Path,
+) -> None:
+    space = tmp_path / "tiny.toml"
+    space.write_text(SPACE)
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    common = ("run", TINY, "--space", str(space), "--storage", storage, "--trials", "2")
+
+    off = autotune(*common, "--profile", "off", cwd=tmp_path)
+
+    assert off.returncode == 0, off.stderr + off.stdout
+    logs = tmp_path / "autotune_logs"
+    assert any(logs.rglob("trial.log"))
+    assert not list(logs.rglob("plugins")), "profiling off writes no profile"
+
+    pareto = autotune(*common, "--profile", "pareto", cwd=tmp_path)
+
+    assert pareto.returncode == 0, pareto.stderr + pareto.stdout
+    profiled = sorted(p.parents[3].name for p in logs.rglob("*.xplane.pb"))
+    assert profiled, pareto.stdout
+    assert all(name.startswith("trial_") for name in profiled)
+    assert not any(p.name.startswith("baseline") for p in logs.rglob("plugins"))
+    status = autotune("status", "--storage", storage, cwd=tmp_path)
+    assert "input-bound" in status.stdout
 
 
 def test_unknown_study_is_a_clear_error(tmp_path: Path) -> None:

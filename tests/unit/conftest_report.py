@@ -1,7 +1,10 @@
 """A small stored study for the tests of records, report and dashboard, made with a fake runner.
 
 Not a conftest pytest loads by itself: the test files import :func:`build_demo_study` and wrap it
-in their own fixtures. Nothing is trained; no TensorFlow is imported.
+in their own fixtures. Nothing is trained; no TensorFlow is imported. With
+``runner=profiling_runner`` the trials also carry an input ablation (37% input), a recompilation
+check (flagged with XLA) and, as the ``profile`` mode asks, a fake CPU profile (XProf: 3% input,
+a window twice as slow as the timed ones); ``failing_rerun_runner`` fails every profiling re-run.
 
 The fake world (noise floor 0.04/3, tolerance 1.5, baseline 1000 samples/s at batch size 32):
 
@@ -24,12 +27,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from fake_trials import EXPERIMENT_SOURCE, SPACE, fake_result
+from fake_trials import EXPERIMENT_SOURCE, SPACE, fake_result, profiled_result
 
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import TrialFailure
 from autotune.result import RunResult
-from autotune.study import Study
+from autotune.study import Study, TrialRunner
 
 
 def params(precision: str = "float32", jit_compile: bool = False, batch_size: int = 32) -> dict:
@@ -64,6 +67,26 @@ def fake_runner(
     return fake_result(config, settings, window_spread=0.01)
 
 
+def profiling_runner(
+    reference: str, config: TrialConfig, settings: RunSettings, log_dir: Path | None
+) -> RunResult:
+    """:func:`fake_runner` whose trials also carry an input ablation, a recompilation check
+    (flagged with XLA) and, when ``settings.profile_dir`` is set, a CPU profile read by XProf
+    (see :func:`fake_trials.profiled_result`)."""
+    fake_runner(reference, config, settings, log_dir)  # the same failures
+    return profiled_result(config, settings, window_spread=0.01)
+
+
+def failing_rerun_runner(
+    reference: str, config: TrialConfig, settings: RunSettings, log_dir: Path | None
+) -> RunResult:
+    """:func:`profiling_runner` whose profiling re-runs (no curve, a profile folder) run out of
+    memory."""
+    if settings.profile_dir is not None and not settings.curve:
+        raise TrialFailure("oom", "out of memory while profiling")
+    return profiling_runner(reference, config, settings, log_dir)
+
+
 @dataclass(frozen=True)
 class DemoStudy:
     """Where a demo study was stored."""
@@ -81,16 +104,21 @@ def write_experiment(folder: Path) -> str:
 
 
 def build_demo_study(
-    folder: Path, trials: list[dict] | None = None, name: str | None = None
+    folder: Path,
+    trials: list[dict] | None = None,
+    name: str | None = None,
+    runner: TrialRunner = fake_runner,
+    profile: str = "all",
 ) -> DemoStudy:
-    """Stores a study of ``trials`` (default :data:`TRIALS`, in order) in ``folder/study.db``."""
+    """Stores a study of ``trials`` (default :data:`TRIALS`, in order) in ``folder/study.db``,
+    run by ``runner`` in ``profile`` mode ("pareto" re-runs the Pareto trials at the end)."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     folder.mkdir(parents=True, exist_ok=True)
     reference = write_experiment(folder)
     storage = f"sqlite:///{folder / 'study.db'}"
-    study = Study(reference, SPACE, storage, name, runner=fake_runner, seed=0)
+    study = Study(reference, SPACE, storage, name, runner=runner, seed=0, profile=profile)
     chosen = TRIALS if trials is None else trials
     for config in chosen:
         study.optuna.enqueue_trial(config)

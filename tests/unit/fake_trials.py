@@ -4,10 +4,19 @@ without TensorFlow."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from autotune.config import RunSettings, TrialConfig
-from autotune.measure import confidently_below, summarize
+from autotune.measure import (
+    Estimate,
+    InputAblation,
+    confidently_below,
+    input_bound_verdict,
+    summarize,
+)
+from autotune.profile import CPU_ONLY, OpTime, ProfileSummary
+from autotune.recompilation import Recompilation
 from autotune.result import CurvePoint, RunResult
 from autotune.space import SearchSpace, choices
 
@@ -113,4 +122,112 @@ def fake_result(
         stopped_early=stopped,
         hardware={"cpu": "fake cpu"},
         versions={"keras": "0.0-fake"},
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Profiles, input ablations and recompilation checks of the fake trials
+# --------------------------------------------------------------------------------------------
+
+#: On the fake CPU the profiler's step markers see little waiting for input ...
+XPROF_INPUT = 0.03
+#: ... while the ablation (the step fed one cached batch) counts the cores input work takes.
+ABLATION_INPUT = 0.37
+#: The profiled window runs this many times slower than the timed windows.
+PROFILER_SLOWDOWN = 2.0
+#: The operations every fake profile lists, most self time first.
+FAKE_OPS = (
+    OpTime("model/dense/MatMul", "MatMul", "Host", 12.0, 0.5),
+    OpTime("model/conv/Conv2D", "Conv2D", "Host", 6.0, 0.25),
+    OpTime("IteratorGetNext", "IteratorGetNext", "Host", 3.0, 0.125),
+    OpTime("model/dense/Relu", "Relu", "Host", 1.0, 0.04),
+)
+XPROF_STATEMENT = "Your program is NOT input-bound because only 3.0% of the step time is input."
+
+
+def fake_profile(
+    config: TrialConfig,
+    log_dir: str,
+    input_fraction: float = XPROF_INPUT,
+    device_type: str = CPU_ONLY,
+) -> ProfileSummary:
+    """XProf's reading of a window :data:`PROFILER_SLOWDOWN` times slower than
+    :func:`speed_of`: ``input_fraction`` of it input, then 90% host compute and 10% other of the
+    rest on a CPU (10% host, 80% device, 10% other with an accelerator)."""
+    step = PROFILER_SLOWDOWN * 1e3 * config.batch_size / speed_of(config)
+    rest = step * (1 - input_fraction)
+    cpu = device_type == CPU_ONLY
+    breakdown = {
+        "input": step * input_fraction,
+        "host_compute": rest * (0.9 if cpu else 0.1),
+        "device_compute": 0.0 if cpu else rest * 0.8,
+        "compile": 0.0,
+        "other": rest * 0.1,
+    }
+    return ProfileSummary(
+        log_dir=log_dir,
+        steps=10,
+        step_ms=step,
+        breakdown_ms=breakdown,
+        input_fraction=input_fraction,
+        verdict=input_bound_verdict(input_fraction),
+        statement=XPROF_STATEMENT,
+        top_ops=list(FAKE_OPS),
+        sixteen_bit_fraction=None if cpu else 0.8,
+        device_type=device_type,
+        capture_seconds=4.0,
+        profiled_samples_per_second=speed_of(config) / PROFILER_SLOWDOWN,
+    )
+
+
+def fake_ablation(throughput: Estimate, input_fraction: float = ABLATION_INPUT) -> InputAblation:
+    """The ablation of a trial whose cached-batch steps are ``1 / (1 - input_fraction)`` times
+    faster than its real pipeline."""
+    factor = 1 / (1 - input_fraction)
+    cached = Estimate(
+        throughput.median * factor,
+        throughput.low * factor,
+        throughput.high * factor,
+        throughput.confidence,
+        throughput.n,
+    )
+    return InputAblation.of(throughput, cached)
+
+
+def fake_recompilation(config: TrialConfig) -> Recompilation:
+    """XLA recompiling three times with a dynamic dimension when ``jit_compile`` is on."""
+    median = 1e3 * config.batch_size / speed_of(config)
+    slow = [400.0, 420.0, 410.0] if config.jit_compile else []
+    return Recompilation(
+        jit_compile=config.jit_compile,
+        dynamic_dims=["x[1]"],
+        compile_like_steps=len(slow),
+        timed_steps=30,
+        median_step_ms=median,
+        slowest_step_ms=max(slow, default=median),
+        compile_ms=2000.0,
+        slow_steps_ms=slow,
+    )
+
+
+def profiled_result(
+    config: TrialConfig,
+    settings: RunSettings,
+    device_type: str = CPU_ONLY,
+    window_spread: float = 0.001,
+) -> RunResult:
+    """:func:`fake_result` with an input ablation and a recompilation check when throughput was
+    measured, and a profile in ``settings.profile_dir`` when one was asked for."""
+    result = fake_result(config, settings, window_spread)
+    if result.throughput is None or result.stopped_early:
+        return result
+    profile = None
+    if settings.profile_dir is not None:
+        profile = fake_profile(config, settings.profile_dir, device_type=device_type)
+    return dataclasses.replace(
+        result,
+        input_ablation=fake_ablation(result.throughput),
+        profile=profile,
+        recompilation=fake_recompilation(config),
+        phase_seconds={"windows": 3.0, **({"profile": 4.0} if profile else {})},
     )

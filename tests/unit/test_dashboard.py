@@ -24,6 +24,7 @@ from conftest_report import (
     build_demo_study,
     fake_runner,
     params,
+    profiling_runner,
     write_experiment,
 )
 from fake_trials import TOLERANCE
@@ -257,6 +258,30 @@ def test_refresh_picks_up_new_trials(tmp_path: Path) -> None:
     assert [r.number for r in board.records.trials] == [0, 1]
     assert "2 complete" in facts
     assert board.recommend(TOLERANCE).startswith("Trial 1:")
+
+
+def test_a_pareto_rerun_arriving_later_is_picked_up(tmp_path: Path) -> None:
+    demo = build_demo_study(tmp_path, trials=TRIALS[2:4], runner=profiling_runner, profile="off")
+    board = Dashboard(demo.storage)
+    first = board.stamp
+    _, _, before, _ = board.select(click("trial:1"))
+
+    writer = Study(
+        demo.experiment_ref, SPACE, demo.storage, runner=profiling_runner, profile="pareto"
+    )
+    stored = writer.profile_pareto()
+    stamp, _, _ = board.on_interval(2, first)
+    _, _, after, _ = board.select(click("trial:1"))
+
+    assert sorted(stored) == [0, 1]
+    assert stamp == board.stamp != first
+    assert board.records.trial(1).profile_source == "rerun"
+    assert {t.uid for t in before.data} >= {"step-input", "step-compute"}
+    uids = {t.uid for t in after.data}
+    assert {"step-host_compute", "step-device_compute", "step-other"} <= uids
+    hover = next(t for t in after.data if t.uid == "step-host_compute").hovertext
+    assert "tensorboard --logdir" in hover[1] and "Pareto re-run" in hover[1]
+    assert "ablation; xprof 3%" in hover[1]
 
 
 def test_a_busy_storage_keeps_the_last_records(board: Dashboard, monkeypatch) -> None:

@@ -23,10 +23,22 @@ from conftest_report import (
     TRIALS,
     DemoStudy,
     build_demo_study,
+    failing_rerun_runner,
     fake_runner,
+    profiling_runner,
     write_experiment,
 )
-from fake_trials import BASE_SPEED, FLOOR, TOLERANCE, fidelity_of
+from fake_trials import (
+    ABLATION_INPUT,
+    BASE_SPEED,
+    FLOOR,
+    PROFILER_SLOWDOWN,
+    TOLERANCE,
+    XPROF_INPUT,
+    fake_ablation,
+    fake_profile,
+    fidelity_of,
+)
 
 import autotune
 from autotune.config import TrialConfig
@@ -34,11 +46,19 @@ from autotune.exceptions import ConfigError
 from autotune.measure import Estimate
 from autotune.recipe import Recipe
 from autotune.records import (
+    PROFILE_COMPONENTS,
+    PROFILE_RERUN_PREFIX,
     StudyRecords,
     TrialRow,
+    breakdown_source,
     load_records,
+    merge_profile_rerun,
     pareto_front,
+    profile_fields,
+    profile_reruns,
     read_records,
+    step_breakdown,
+    verdict_text,
 )
 from autotune.storage import open_storage
 from autotune.study import Study, load_study
@@ -382,3 +402,272 @@ def test_step_breakdown_comes_from_the_input_ablation() -> None:
         {"input": 50.0, "compute": 50.0}
     )
     assert step_breakdown({}, config) is None
+
+
+# --------------------------------------------------------------------------------------------
+# Profiles: the XProf breakdown scaled to the timed step, verdicts, Pareto re-runs
+# --------------------------------------------------------------------------------------------
+
+
+def estimate(median: float) -> Estimate:
+    return Estimate(median, median * 0.99, median * 1.01, 0.97, 7)
+
+
+def xprof_dict(input_ms: float = 10.0, device_type: str = "CPU_ONLY", **changes: object) -> dict:
+    """A stored profile of a 50 ms profiled step: input, 30 ms host, 10 ms other."""
+    other = 50.0 - input_ms - 30.0
+    data: dict = {
+        "log_dir": "/logs/trial_7",
+        "steps": 10,
+        "step_ms": 50.0,
+        "breakdown_ms": {
+            "input": input_ms,
+            "host_compute": 30.0,
+            "device_compute": 0.0,
+            "compile": 0.0,
+            "other": other,
+        },
+        "input_fraction": input_ms / 50.0,
+        "verdict": "highly input-bound" if input_ms >= 10 else "not input-bound",
+        "statement": "XProf says so.",
+        "top_ops": [],
+        "sixteen_bit_fraction": None,
+        "device_type": device_type,
+        "capture_seconds": 3.0,
+        "profiled_samples_per_second": 1000.0,
+    }
+    data.update(changes)
+    return data
+
+
+ABLATION = fake_ablation(estimate(2000.0), 0.5).to_dict()
+
+
+def test_step_breakdown_scales_xprof_to_the_timed_step() -> None:
+    config = TrialConfig(batch_size=50)  # 2000 samples/s: 25 ms per timed step
+    result = {"profile": xprof_dict(), "throughput": estimate(2000.0).to_dict()}
+
+    breakdown = step_breakdown(result, config)
+
+    assert breakdown == pytest.approx(
+        {"input": 5.0, "host_compute": 15.0, "device_compute": 0.0, "compile": 0.0, "other": 5.0}
+    )
+    assert list(breakdown or {}) == [k for k in PROFILE_COMPONENTS if k != "compute"]
+    assert breakdown_source(breakdown) == "xprof"
+
+
+def test_step_breakdown_prefers_xprof_and_falls_back_to_the_ablation() -> None:
+    config = TrialConfig(batch_size=50)
+    both = {"profile": xprof_dict(), "input_ablation": ABLATION}
+    empty = {"profile": xprof_dict(breakdown_ms={}), "input_ablation": ABLATION}
+
+    unscaled = step_breakdown(both, config)  # no throughput stored: as profiled
+    from_ablation = step_breakdown(empty, config)
+
+    assert unscaled is not None and unscaled["input"] == pytest.approx(10.0)
+    assert sum(unscaled.values()) == pytest.approx(50.0)
+    assert from_ablation == pytest.approx({"input": 12.5, "compute": 12.5})
+    assert breakdown_source(from_ablation) == "ablation"
+    assert breakdown_source(None) is None
+    assert step_breakdown({"profile": None, "input_ablation": None}, config) is None
+
+
+def test_verdict_on_a_cpu_is_the_ablation_with_xprof_beside_it() -> None:
+    config = TrialConfig(batch_size=50)
+    result = {"profile": xprof_dict(input_ms=1.0), "input_ablation": ABLATION}
+
+    fields = profile_fields(result, config)
+
+    assert fields["verdict"]["source"] == "ablation"
+    assert fields["verdict"]["input_fraction"] == pytest.approx(0.5)
+    assert verdict_text(fields["verdict"], fields["xprof"], fields["input_ablation"]) == (
+        "highly input-bound 50% (ablation; xprof 2%)"
+    )
+    assert fields["profile_source"] == "trial"
+    assert fields["profile_log_dir"] == "/logs/trial_7"
+
+
+def test_verdict_with_an_accelerator_is_xprofs_with_the_ablation_beside_it() -> None:
+    result = {"profile": xprof_dict(input_ms=1.0, device_type="GPU"), "input_ablation": ABLATION}
+
+    fields = profile_fields(result, TrialConfig(batch_size=50))
+
+    assert fields["verdict"]["source"] == "xprof"
+    assert verdict_text(fields["verdict"], fields["xprof"], fields["input_ablation"]) == (
+        "not input-bound 2% (xprof; ablation 50%)"
+    )
+
+
+def test_verdict_from_one_source_alone_and_from_none() -> None:
+    alone = profile_fields({"input_ablation": ABLATION}, TrialConfig(batch_size=50))
+    nothing = profile_fields({}, TrialConfig(batch_size=50))
+
+    assert verdict_text(alone["verdict"], alone["xprof"], alone["input_ablation"]) == (
+        "highly input-bound 50% (ablation)"
+    )
+    assert alone["profile_source"] is None and alone["profile_log_dir"] is None
+    assert nothing == {
+        "profile": None,
+        "verdict": None,
+        "xprof": None,
+        "input_ablation": None,
+        "profile_source": None,
+        "profile_log_dir": None,
+        "profile_error": None,
+        "recompilation": None,
+    }
+    assert verdict_text(None, None, None) == ""
+
+
+RECOMPILED = {"flagged": True, "message": "XLA recompiled"}
+RERUN = {
+    "profile": xprof_dict(log_dir="/logs/rerun_7"),
+    "profile_error": None,
+    "input_ablation": ABLATION,
+    "recompilation": RECOMPILED,
+    "log_dir": "/logs/rerun_7",
+}
+
+
+def test_a_trial_without_a_profile_takes_its_reruns() -> None:
+    own = {"profile": None, "profile_error": None, "input_ablation": None, "throughput": {}}
+
+    merged, source = merge_profile_rerun(own, RERUN)
+
+    assert source == "rerun"
+    assert merged["profile"]["log_dir"] == "/logs/rerun_7"
+    assert merged["input_ablation"] == ABLATION
+    assert merged["recompilation"] == RECOMPILED
+    assert merged["throughput"] == {}
+    assert own["profile"] is None  # not changed in place
+
+
+def test_a_trials_own_profile_and_ablation_win_over_its_rerun() -> None:
+    ablation = fake_ablation(estimate(2000.0), 0.1).to_dict()
+    profiled = {"profile": xprof_dict(log_dir="/logs/own"), "input_ablation": ablation}
+    unprofiled = {"profile": None, "input_ablation": ablation}
+
+    kept, kept_source = merge_profile_rerun(profiled, RERUN)
+    taken, taken_source = merge_profile_rerun(unprofiled, RERUN)
+
+    assert (kept_source, kept["profile"]["log_dir"]) == ("trial", "/logs/own")
+    assert (taken_source, taken["profile"]["log_dir"]) == ("rerun", "/logs/rerun_7")
+    assert taken["input_ablation"] == ablation
+    assert merge_profile_rerun(unprofiled, None) == (unprofiled, None)
+
+
+def test_a_failed_rerun_gives_its_error() -> None:
+    failed = {"log_dir": "/logs/trial_7", "profile_error": "the profiling re-run failed (oom)"}
+
+    fields = profile_fields({"input_ablation": ABLATION}, TrialConfig(batch_size=50), failed)
+
+    assert fields["profile_source"] is None and fields["xprof"] is None
+    assert fields["profile_error"] == "the profiling re-run failed (oom)"
+    assert fields["profile_log_dir"] is None
+    assert fields["verdict"]["source"] == "ablation"
+
+
+def test_profile_reruns_reads_only_the_prefixed_attributes() -> None:
+    attrs = {
+        f"{PROFILE_RERUN_PREFIX}3": RERUN,
+        f"{PROFILE_RERUN_PREFIX}12": {"profile_error": "x"},
+        f"{PROFILE_RERUN_PREFIX}x": RERUN,
+        "autotune_baseline": {},
+    }
+
+    assert PROFILE_RERUN_PREFIX == "autotune_profile:"
+    assert profile_reruns(attrs) == {3: RERUN, 12: {"profile_error": "x"}}
+
+
+@pytest.fixture(scope="module")
+def profiled(tmp_path_factory: pytest.TempPathFactory) -> StudyRecords:
+    """The demo study with every trial (and the baseline) profiled."""
+    folder = tmp_path_factory.mktemp("profiled")
+    return load_records(build_demo_study(folder, runner=profiling_runner).storage)
+
+
+@pytest.fixture(scope="module")
+def reprofiled(tmp_path_factory: pytest.TempPathFactory) -> StudyRecords:
+    """The demo study in "pareto" mode: the Pareto trials re-run with profiling at the end."""
+    folder = tmp_path_factory.mktemp("pareto")
+    demo = build_demo_study(folder, runner=profiling_runner, profile="pareto")
+    return load_records(demo.storage)
+
+
+def test_profiled_rows(profiled: StudyRecords) -> None:
+    for number in [*PARETO, *DOMINATED, *INFEASIBLE]:
+        row = profiled.trial(number)
+        assert row.config is not None and row.step_ms is not None
+        assert row.profile_source == "trial"
+        assert row.xprof is not None and row.xprof["device_type"] == "CPU_ONLY"
+        assert row.xprof["step_ms"] == pytest.approx(PROFILER_SLOWDOWN * row.step_ms)
+        assert row.profile is not None
+        assert sum(row.profile.values()) == pytest.approx(row.step_ms)
+        assert row.profile["input"] == pytest.approx(XPROF_INPUT * row.step_ms)
+        assert row.profile["host_compute"] == pytest.approx(0.9 * 0.97 * row.step_ms)
+        assert row.verdict is not None and row.verdict["source"] == "ablation"
+        assert row.verdict["input_fraction"] == pytest.approx(ABLATION_INPUT)
+        assert row.verdict_text == "highly input-bound 37% (ablation; xprof 3%)"
+        assert row.profile_log_dir == row.log_dir
+        assert row.recompiled is row.config.jit_compile
+        assert row.recompilation is not None
+        assert ("XLA recompiled" in row.recompilation["message"]) is row.config.jit_compile
+    baseline = profiled.baseline
+    assert baseline.profile_source == "trial" and baseline.xprof is not None
+    assert baseline.profile is not None
+    assert sum(baseline.profile.values()) == pytest.approx(32.0)
+    assert baseline.verdict_text == "highly input-bound 37% (ablation; xprof 3%)"
+    assert baseline.profile_log_dir == str(Path(baseline.log_dir or "") / "baseline_seed_0")
+
+
+def test_pareto_reruns_are_merged_into_their_trials(reprofiled: StudyRecords) -> None:
+    for number in PARETO:
+        row = reprofiled.trial(number)
+        assert row.profile_source == "rerun"
+        assert row.profile_log_dir == row.log_dir
+        assert row.verdict_text == "highly input-bound 37% (ablation; xprof 3%)"
+        assert breakdown_source(row.profile) == "xprof"
+        assert sum((row.profile or {}).values()) == pytest.approx(row.step_ms)
+    (repeat, twin), *_ = REPEATS.items()
+    assert reprofiled.trial(repeat).profile_source == "rerun"
+    assert reprofiled.trial(repeat).xprof == reprofiled.trial(twin).xprof
+    for number in DOMINATED + INFEASIBLE:
+        row = reprofiled.trial(number)
+        assert row.profile_source is None and row.xprof is None and row.profile_log_dir is None
+        assert row.verdict_text == "highly input-bound 37% (ablation)"
+        assert breakdown_source(row.profile) == "ablation"
+    assert reprofiled.baseline.xprof is None
+
+
+def test_a_failed_pareto_rerun_is_read_as_a_profile_error(tmp_path: Path) -> None:
+    demo = build_demo_study(tmp_path, runner=failing_rerun_runner, profile="pareto")
+
+    records = load_records(demo.storage)
+
+    for number in PARETO:
+        row = records.trial(number)
+        assert row.profile_source is None and row.xprof is None
+        assert row.profile_error == (
+            "the profiling re-run failed (oom): out of memory while profiling"
+        )
+        assert row.verdict_text == "highly input-bound 37% (ablation)"
+    assert records.trial(DOMINATED[0]).profile_error is None
+
+
+def test_unprofiled_rows_have_no_profile_facts(records: StudyRecords) -> None:
+    for row in records.trials:
+        assert (row.verdict, row.xprof, row.profile_source, row.recompilation) == (
+            None,
+            None,
+            None,
+            None,
+        )
+        assert row.verdict_text == "" and not row.recompiled
+
+
+def test_fake_profile_is_consistent() -> None:
+    config = TrialConfig(batch_size=32)
+    profile = fake_profile(config, "/logs")
+
+    assert sum(profile.breakdown_ms.values()) == pytest.approx(profile.step_ms)
+    assert profile.slowdown(BASE_SPEED) == pytest.approx(1 - 1 / PROFILER_SLOWDOWN)

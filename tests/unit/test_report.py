@@ -25,8 +25,9 @@ from conftest_report import (
     DemoStudy,
     build_demo_study,
     params,
+    profiling_runner,
 )
-from fake_trials import TOLERANCE
+from fake_trials import TOLERANCE, XPROF_INPUT
 
 import autotune
 from autotune.cli import main
@@ -34,10 +35,13 @@ from autotune.exceptions import ConfigError
 from autotune.recipe import Recipe
 from autotune.records import StudyRecords, load_records
 from autotune.report import (
+    ABLATION_NOTE,
     BASELINE_POINT,
+    COMPONENT_LABELS,
     FIGURE_IDS,
     NOT_PROFILED_NOTE,
     PARETO_TRACE,
+    SCALED_NOTE,
     UNPROFILED,
     breakdown_figure,
     breakdown_info,
@@ -65,6 +69,21 @@ PACKAGE_PARENT = Path(autotune.__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def report_html(records: StudyRecords) -> str:
     return render_report(records)
+
+
+@pytest.fixture(scope="module")
+def profiled(tmp_path_factory: pytest.TempPathFactory) -> StudyRecords:
+    """The demo study with every trial (and the baseline) profiled on the fake CPU."""
+    folder = tmp_path_factory.mktemp("profiled")
+    return load_records(build_demo_study(folder, runner=profiling_runner).storage)
+
+
+@pytest.fixture(scope="module")
+def reprofiled(tmp_path_factory: pytest.TempPathFactory) -> StudyRecords:
+    """The demo study in "pareto" mode: only the Pareto trials profiled, by a re-run."""
+    folder = tmp_path_factory.mktemp("pareto")
+    demo = build_demo_study(folder, runner=profiling_runner, profile="pareto")
+    return load_records(demo.storage)
 
 
 def traces(figure) -> dict:
@@ -259,8 +278,70 @@ def test_breakdown_info_with_a_profile(records: StudyRecords) -> None:
 
     assert info.components == ["input", "compute", "other"]
     assert all(b.profiled for b in info.bars)
+    assert all(b.source == "ablation" for b in info.bars)
     assert list(info.bars[0].components) == ["input", "compute", "other"]
-    assert info.note is None
+    assert info.note == ABLATION_NOTE
+
+
+def test_breakdown_info_of_xprof_profiles(profiled: StudyRecords) -> None:
+    info = breakdown_info(profiled)
+
+    assert [b.key for b in info.bars] == ["baseline", *(f"trial:{n}" for n in PARETO)]
+    assert info.components == ["input", "host_compute", "device_compute", "compile", "other"]
+    assert info.note == SCALED_NOTE
+    assert "scaled to the timed step time" in info.note
+    for bar in info.bars:
+        assert bar.source == "xprof" and bar.profiled and bar.profile_source == "trial"
+        assert bar.step_ms is not None
+        assert sum(bar.components.values()) == pytest.approx(bar.step_ms)
+        assert bar.components["input"] == pytest.approx(XPROF_INPUT * bar.step_ms)
+        assert bar.verdict == "highly input-bound 37% (ablation; xprof 3%)"
+        assert bar.log_dir is not None
+    baseline, fastest = info.bars[0], info.bars[1]
+    assert baseline.log_dir is not None and baseline.log_dir.endswith("baseline_seed_0")
+    assert fastest.log_dir is not None and fastest.log_dir.endswith(f"trial_{PARETO[0]}")
+    assert not baseline.recompiled and fastest.recompiled  # XLA on in the Pareto trials
+
+
+def test_breakdown_of_pareto_reruns_beside_ablations(reprofiled: StudyRecords) -> None:
+    info = breakdown_info(reprofiled, [DOMINATED[0], PARETO[0]])
+
+    baseline, dominated, rerun = info.bars
+    assert (baseline.source, dominated.source, rerun.source) == ("ablation", "ablation", "xprof")
+    assert rerun.profile_source == "rerun"
+    assert dominated.verdict == "highly input-bound 37% (ablation)"
+    assert info.components == [
+        "input",
+        "host_compute",
+        "device_compute",
+        "compute",
+        "compile",
+        "other",
+    ]
+    assert info.note == f"{SCALED_NOTE}; {ABLATION_NOTE}"
+
+
+def test_breakdown_figure_of_profiles(profiled: StudyRecords, reprofiled: StudyRecords) -> None:
+    figure = breakdown_figure(breakdown_info(profiled))
+    mixed = breakdown_figure(breakdown_info(reprofiled, [DOMINATED[0], PARETO[0]]))
+
+    by_uid = traces(figure)
+    assert "profile breakdown not captured" not in figure.layout.title.text
+    assert "scaled to the timed step time" in figure.layout.title.text
+    host = by_uid[trace_uid("step-host_compute")]
+    assert host.name == COMPONENT_LABELS["host_compute"] == "host compute"
+    assert by_uid[trace_uid("step-input")].name == "input pipeline"
+    hover = list(host.hovertext)
+    assert len(hover) == 1 + len(PARETO)
+    assert "input: highly input-bound 37% (ablation; xprof 3%)" in hover[1]
+    assert "breakdown: XProf, scaled to the timed step" in hover[1]
+    assert f"tensorboard --logdir {breakdown_info(profiled).bars[1].log_dir}" in hover[1]
+    assert "XLA RECOMPILED" in hover[1] and "XLA RECOMPILED" not in hover[0]
+    mixed_hover = list(traces(mixed)[trace_uid("step-compute")].hovertext)
+    assert "breakdown: input ablation" in mixed_hover[1]
+    assert "tensorboard" not in mixed_hover[1]
+    assert "breakdown: XProf, Pareto re-run, scaled to the timed step" in mixed_hover[2]
+    assert list(traces(mixed)[trace_uid("step-compute")].y)[2] is None
 
 
 def test_breakdown_figure_says_when_nothing_was_profiled(records: StudyRecords) -> None:

@@ -27,7 +27,7 @@ from autotune.space import (
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
-BUNDLED = ("quick", "cpu", "gpu")
+BUNDLED = ("quick", "cpu", "gpu", "input")
 
 
 def write_space(directory: Path, text: str, name: str = "space.toml") -> Path:

@@ -9,6 +9,7 @@ that exits at once, for a dead worker's pid).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import shutil
 import socket
 import sqlite3
@@ -1212,3 +1213,119 @@ def test_a_young_running_trial_without_a_worker_record_is_left_alone(make_study)
     study.optimize(n_trials=1)
 
     assert records_by_number(study)[young.number].state == "running"
+
+
+# --------------------------------------------------------------------------------------------
+# Profiling modes: every trial, a re-run of the Pareto front, or never
+# --------------------------------------------------------------------------------------------
+
+
+def profiled_result(config, settings):
+    """fake_result, with a profile read from ``settings.profile_dir`` when one is asked for."""
+    from autotune.profile import ProfileSummary
+
+    result = fake_result(config, settings)
+    if settings.profile_dir is None or not settings.measure_throughput:
+        return result
+    profile = ProfileSummary(
+        log_dir=settings.profile_dir,
+        steps=10,
+        step_ms=4.0,
+        breakdown_ms={
+            "input": 1.0,
+            "host_compute": 3.0,
+            "device_compute": 0.0,
+            "compile": 0.0,
+            "other": 0.0,
+        },
+        input_fraction=0.25,
+        verdict="highly input-bound",
+        device_type="CPU_ONLY",
+    )
+    return dataclasses.replace(result, profile=profile)
+
+
+def test_profile_all_profiles_every_trial_and_the_measured_baseline_into_its_log_folder(
+    make_study,
+):
+    runner = FakeRunner(make=profiled_result)
+    study = make_study(runner=runner)
+    enqueue(study, A, C)
+
+    study.optimize(n_trials=2)
+
+    baseline = [c for c in runner.calls if c.settings.stop_below_samples_per_second is None]
+    assert baseline[0].settings.profile_dir == str(study.log_root / "baseline_seed_0")
+    for number, call in enumerate(runner.trial_calls):
+        assert call.settings.profile_dir == str(study.log_root / f"trial_{number}")
+        stored = records_by_number(study)[number].user_attrs["result"]["profile"]
+        assert stored["log_dir"] == call.settings.profile_dir
+        assert stored["verdict"] == "highly input-bound"
+    assert Path(runner.trial_calls[0].settings.profile_dir).is_absolute()
+
+
+def test_profile_off_never_asks_for_a_profile(make_study):
+    runner = FakeRunner(make=profiled_result)
+    study = make_study(runner=runner, profile="off")
+    enqueue(study, A, C)
+
+    study.optimize(n_trials=2)
+
+    assert runner.calls and all(c.settings.profile_dir is None for c in runner.calls)
+    assert not any(key.startswith("autotune_profile:") for key in study.optuna.user_attrs)
+
+
+def test_profile_pareto_reruns_each_front_trial_once_without_its_curve(make_study):
+    runner = FakeRunner(make=profiled_result)
+    study = make_study(runner=runner, profile="pareto")
+    enqueue(study, A, C, D)
+    seen: list[int] = []
+    study.on_profile(lambda number, entry: seen.append(number))
+
+    study.optimize(n_trials=3)
+
+    front = [r.number for r in study.pareto_front()]
+    assert front and sorted(seen) == sorted(front)
+    reruns = [c for c in runner.calls if c.settings.profile_dir is not None]
+    assert len(reruns) == len(front)
+    for call in reruns:
+        number = int(Path(call.settings.profile_dir).name.removeprefix("trial_"))
+        assert number in front
+        assert not call.settings.curve and call.settings.measure_throughput
+        assert call.log_dir == study.log_root / f"trial_{number}" / "rerun"
+        entry = study.optuna.user_attrs[f"autotune_profile:{number}"]
+        assert entry["profile"]["log_dir"] == call.settings.profile_dir
+        assert entry["log_dir"] == call.settings.profile_dir
+    # the trials themselves were measured without the profiler
+    assert all(c.settings.profile_dir is None for c in runner.trial_calls)
+
+    calls = len(runner.calls)
+    study.optimize(n_trials=3)  # nothing left to run or profile
+    assert len(runner.calls) == calls
+
+
+def test_a_failing_profile_rerun_is_stored_and_the_study_goes_on(make_study):
+    runner = FakeRunner(
+        make=profiled_result, fail=lambda config, settings: settings.profile_dir is not None
+    )
+    study = make_study(runner=runner, profile="pareto")
+    enqueue(study, C)
+
+    study.optimize(n_trials=1)
+
+    entry = study.optuna.user_attrs["autotune_profile:0"]
+    assert entry["profile_error"].startswith("the profiling re-run failed (exception)")
+    assert "the fake runner failed" in entry["profile_error"]
+    assert records_by_number(study)[0].state == "complete"
+
+
+def test_profile_mode_is_checked_and_is_not_part_of_the_identity(make_study):
+    with pytest.raises(ConfigError, match=r"profile must be one of all, pareto, off.*'sometimes'"):
+        make_study(profile="sometimes")
+    first = make_study(profile="off")
+    enqueue(first, A)
+    first.optimize(n_trials=1)
+
+    resumed = make_study(profile="all")  # no mismatch: profiling never changes a measurement
+
+    assert resumed.optuna.user_attrs[IDENTITY_KEY] == first.optuna.user_attrs[IDENTITY_KEY]

@@ -1,0 +1,243 @@
+"""Unit tests for autotune.display: the input verdict, profile and recompilation in the lines of
+``autotune run``, the table of ``autotune status`` and the output of ``autotune trial``, rendered
+to text (no TensorFlow)."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+
+import pytest
+from fake_trials import (
+    ABLATION_INPUT,
+    XPROF_STATEMENT,
+    fake_ablation,
+    fake_profile,
+    fake_recompilation,
+    profiled_result,
+    speed_of,
+)
+from rich.console import Console
+
+from autotune.config import RunSettings, TrialConfig
+from autotune.display import (
+    RECOMPILED,
+    breakdown_table,
+    profile_line,
+    show_result,
+    trial_line,
+    trials_table,
+    verdict_of,
+)
+from autotune.records import PROFILE_RERUN_PREFIX, profile_reruns
+from autotune.result import RunResult
+from autotune.study import TrialRecord
+
+XLA = TrialConfig(batch_size=32, precision="mixed_bfloat16", jit_compile=True)
+PLAIN = TrialConfig(batch_size=64)
+SETTINGS = RunSettings(curve=False)
+
+
+def console() -> Console:
+    return Console(record=True, width=200, file=io.StringIO())
+
+
+def render(*things: object) -> str:
+    console = Console(record=True, width=200, file=io.StringIO())
+    for thing in things:
+        console.print(thing)
+    return console.export_text()
+
+
+def result_of(config: TrialConfig, profile_dir: str | None = "/logs/trial_2") -> RunResult:
+    return profiled_result(config, SETTINGS.replace(profile_dir=profile_dir))
+
+
+def record_of(number: int, result: RunResult, **changes: object) -> TrialRecord:
+    data = result.to_dict()
+    data.pop("config")
+    values: dict = {
+        "number": number,
+        "state": "complete",
+        "config": result.config,
+        "throughput": result.throughput,
+        "fidelity": 0.3,
+        "feasible": True,
+        "user_attrs": {"result": data, "log_dir": f"/logs/trial_{number}"},
+    }
+    values.update(changes)
+    return TrialRecord(**values)
+
+
+# --------------------------------------------------------------------------------------------
+# autotune run: one line per trial and per Pareto re-run
+# --------------------------------------------------------------------------------------------
+
+
+def test_trial_line_shows_the_verdict_with_both_figures_and_recompilation() -> None:
+    line = render(trial_line(record_of(2, result_of(XLA))))
+
+    assert "highly input-bound 37% (ablation; xprof 3%)" in line
+    assert RECOMPILED in line
+    assert "feasible" in line and "fidelity 0.30" in line
+
+
+def test_trial_line_without_profile_or_recompilation() -> None:
+    result = dataclasses.replace(result_of(PLAIN, None), recompilation=fake_recompilation(PLAIN))
+
+    line = render(trial_line(record_of(0, result)))
+
+    assert "highly input-bound 37% (ablation)" in line
+    assert "xprof" not in line
+    assert RECOMPILED not in line
+
+
+def test_trial_line_of_a_bare_trial_has_no_verdict() -> None:
+    bare = dataclasses.replace(result_of(PLAIN, None), input_ablation=None, recompilation=None)
+
+    line = render(trial_line(record_of(0, bare)))
+
+    assert "input-bound" not in line and RECOMPILED not in line
+
+
+def test_trial_line_on_an_accelerator_uses_xprof() -> None:
+    gpu = profiled_result(XLA, SETTINGS.replace(profile_dir="/logs/t"), device_type="GPU")
+
+    assert verdict_of(gpu.to_dict()) == "not input-bound 3% (xprof; ablation 37%)"
+
+
+def test_profile_line_of_a_rerun() -> None:
+    result = result_of(XLA).to_dict()
+    entry = {part: result[part] for part in ("profile", "input_ablation", "recompilation")}
+    entry.update(profile_error=None, log_dir="/logs/trial_2")
+
+    line = render(profile_line(2, entry))
+    failed = render(profile_line(3, {"log_dir": "/x", "profile_error": "re-run failed (oom)"}))
+
+    assert line.startswith("profile of trial   2 (Pareto re-run)")
+    assert "highly input-bound 37% (ablation; xprof 3%)" in line
+    assert "tensorboard --logdir /logs/trial_2" in line
+    assert RECOMPILED in line
+    assert "no profile: re-run failed (oom)" in failed
+
+
+# --------------------------------------------------------------------------------------------
+# autotune status: the trials table
+# --------------------------------------------------------------------------------------------
+
+
+def test_trials_table_shows_verdict_and_profile_folder() -> None:
+    profiled = record_of(2, result_of(XLA))
+    unprofiled = record_of(0, result_of(PLAIN, None))
+
+    text = render(trials_table([profiled, unprofiled], "Trials"))
+
+    assert "input" in text and "profile log dir" in text
+    row_2 = next(line for line in text.splitlines() if "│ 2 " in line)
+    row_0 = next(line for line in text.splitlines() if "│ 0 " in line)
+    assert "highly input-bound 37% (ablation; xprof 3%)" in row_2
+    assert "/logs/trial_2" in row_2 and RECOMPILED in row_2
+    assert "highly input-bound 37% (ablation)" in row_0
+    assert "/logs" not in row_0 and RECOMPILED not in row_0
+
+
+def test_trials_table_takes_pareto_reruns_and_their_errors() -> None:
+    unprofiled = result_of(PLAIN, None)
+    rerun = result_of(PLAIN, "/logs/trial_0").to_dict()
+    attrs = {
+        f"{PROFILE_RERUN_PREFIX}0": {
+            **{part: rerun[part] for part in ("profile", "input_ablation", "recompilation")},
+            "profile_error": None,
+            "log_dir": "/logs/trial_0",
+        },
+        f"{PROFILE_RERUN_PREFIX}1": {"log_dir": "/logs/trial_1", "profile_error": "oom"},
+    }
+    records = [record_of(0, unprofiled), record_of(1, unprofiled)]
+
+    text = render(trials_table(records, "Trials", profile_reruns(attrs)))
+
+    row_0 = next(line for line in text.splitlines() if "│ 0 " in line)
+    row_1 = next(line for line in text.splitlines() if "│ 1 " in line)
+    assert "(ablation; xprof 3%)" in row_0
+    assert "/logs/trial_0 (re-run)" in row_0
+    assert "none: oom" in row_1
+
+
+# --------------------------------------------------------------------------------------------
+# autotune trial: the whole result
+# --------------------------------------------------------------------------------------------
+
+
+def test_show_result_shows_the_profile() -> None:
+    result = result_of(XLA)
+    out = console()
+
+    show_result(out, result)
+    text = out.export_text()
+
+    assert "highly input-bound 37% (ablation; xprof 3%)" in text
+    assert "ablation: on a CPU, input work and training share the cores" in text
+    assert f"{ABLATION_INPUT:.0%} of step time" in text
+    assert "not input-bound: 3% of the profiled step waiting for input (CPU_ONLY, 10 steps)" in (
+        text
+    )
+    assert XPROF_STATEMENT in text
+    assert "model/dense/MatMul (MatMul, Host): 12.00 ms, 50%" in text
+    assert "model/conv/Conv2D" in text and "IteratorGetNext" in text
+    assert "model/dense/Relu" not in text  # only the top 3
+    assert "16-bit" not in text  # none on a CPU
+    assert "tensorboard --logdir /logs/trial_2" in text
+    assert "4.0 s outside the timed windows" in text
+    assert "the profiled window ran 50% slower than the timed ones" in text
+    assert "XLA recompiled during the timed windows: 3 of 30 steps" in text
+    assert "x[1]" in text
+    assert "Step time in the profiled window (XProf)" in text
+    assert "profile error" not in text
+
+
+def test_show_result_on_an_accelerator_shows_the_16_bit_share() -> None:
+    result = profiled_result(XLA, SETTINGS.replace(profile_dir="/logs/t"), device_type="GPU")
+    out = console()
+
+    show_result(out, result)
+    text = out.export_text()
+
+    assert "16-bit share" in text and "80% of device compute" in text
+    assert "not input-bound 3% (xprof; ablation 37%)" in text
+
+
+def test_show_result_says_why_a_profile_is_missing() -> None:
+    result = dataclasses.replace(
+        result_of(PLAIN, None), profile_error="the profiler could not start: busy"
+    )
+    out = console()
+
+    show_result(out, result)
+    text = out.export_text()
+
+    assert "profile error" in text and "the profiler could not start: busy" in text
+    assert "tensorboard" not in text and "recompil" not in text
+    assert breakdown_table(result) is None
+
+
+def test_breakdown_table_in_ms_share_and_scaled_to_the_timed_step() -> None:
+    result = result_of(PLAIN, "/logs/p")
+    timed = 1e3 * PLAIN.batch_size / speed_of(PLAIN)  # 32 ms; the profiled step is 64 ms
+
+    text = render(breakdown_table(result))
+
+    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in text.splitlines()]
+    rows = {row[0]: row[1:] for row in cells if row}
+    assert list(rows) == ["input", "host_compute", "device_compute", "compile", "other", "step"]
+    assert rows["input"][:2] == ["1.920", "3%"]
+    assert float(rows["input"][2]) == pytest.approx(0.03 * timed, abs=1e-3)
+    assert float(rows["host_compute"][2]) == pytest.approx(0.9 * 0.97 * timed, abs=1e-3)
+    assert rows["step"][:2] == ["64.000", "100%"]
+    assert float(rows["step"][2]) == pytest.approx(timed)
+
+
+def test_fake_ablation_matches_its_fraction() -> None:
+    result = result_of(PLAIN, None)
+    assert result.throughput is not None
+    assert fake_ablation(result.throughput).input_fraction == pytest.approx(ABLATION_INPUT)
+    assert fake_profile(PLAIN, "/l").input_fraction == pytest.approx(0.03)
