@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import statistics
-import sys
 from pathlib import Path
 
+from provenance import provenance_lines
+
 from autotune import RunSettings, TrialConfig
-from autotune.hardware import hardware, versions
 from autotune.isolation import run_isolated
 
 HERE = Path(__file__).resolve().parent
@@ -47,16 +46,11 @@ def main() -> None:
     medians = [estimate.median for _, estimate, _, _ in rows]
     overall = statistics.median(medians)
     spread = (max(medians) - min(medians)) / overall
-    facts = hardware()
     lines = [
         f"## {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC: {Path(args.experiment).name} "
         f"{config.describe()}",
         "",
-        f"- machine: {facts['cpu']}, {facts['logical_cores']} logical cores, "
-        f"{facts['memory_bytes'] / 2**30:.0f} GiB, GPUs: {facts['gpus'] or 'none'}",
-        f"- versions: {versions()}",
-        f"- command: `python {' '.join(sys.argv)}`",
-        f"- load average at the end (1/5/15 min): {os.getloadavg()}",
+        *provenance_lines(),
         f"- settings: {settings.windows} windows of ~{settings.window_seconds} s after warm-up",
         "",
         "| run | median samples/s | 95% CI | CI half-width | warm-up steps | compile s |",
