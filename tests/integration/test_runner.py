@@ -247,6 +247,7 @@ def test_pipeline_reports_its_settings(tiny_ref: Callable[..., str]) -> None:
         "num_parallel_calls": 3,
         "prefetch": 2,
         "train_examples": 512,
+        "padded": False,  # fixed-shape examples: plain batch, not padded_batch
     }
     _, reported = training_pipeline(tiny, TrialConfig(batch_size=48, shuffle_buffer=100), seed=0)
     assert reported.shuffle_buffer == 100
