@@ -80,7 +80,8 @@ class TrialConfig:
         batch_size: examples per training step.
         precision: Keras dtype policy name: float32, mixed_float16 or mixed_bfloat16.
         jit_compile: compile the training step with XLA.
-        prefetch: batches tf.data prefetches, or "autotune".
+        prefetch: batches tf.data prefetches, or "autotune"; 0 is no prefetch at all (tf.data's
+            own prefetch injection is turned off too).
         num_parallel_calls: parallel calls of the per-example preprocessing map, or "autotune".
         shuffle_buffer: examples in the shuffle buffer (1 disables shuffling).
     """

@@ -123,6 +123,14 @@ def _map_preprocess(
     )
 
 
+def _without_injected_prefetch(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """``dataset`` with tf.data's own prefetch injection turned off: by default tf.data appends a
+    prefetch to a pipeline that ends synchronously, so prefetch=0 would silently become one."""
+    options = tf.data.Options()
+    options.experimental_optimization.inject_prefetch = False
+    return dataset.with_options(options)
+
+
 def prepare_training(
     dataset: tf.data.Dataset,
     config: TrialConfig,
@@ -141,7 +149,10 @@ def prepare_training(
         dataset = _map_preprocess(dataset, preprocess, _tf_value(parallel), seed)
     padded = has_dynamic_shape(dataset)
     dataset = batched(dataset, config.batch_size, drop_remainder=True)
-    dataset = dataset.prefetch(_tf_value(config.prefetch))
+    if config.prefetch == 0:
+        dataset = _without_injected_prefetch(dataset)
+    else:
+        dataset = dataset.prefetch(_tf_value(config.prefetch))
     settings = PipelineSettings(
         batch_size=config.batch_size,
         drop_remainder=True,

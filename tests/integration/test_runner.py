@@ -236,6 +236,17 @@ def _batches(experiment: Experiment, config: TrialConfig, count: int, seed: int 
     return [(x.numpy(), y.numpy()) for x, y in dataset.take(count)]
 
 
+def test_prefetch_zero_also_turns_off_tf_data_prefetch_injection(
+    tiny_ref: Callable[..., str],
+) -> None:
+    tiny = load_experiment(tiny_ref())
+    none, _ = training_pipeline(tiny, TrialConfig(batch_size=8, prefetch=0), seed=0)
+    some, _ = training_pipeline(tiny, TrialConfig(batch_size=8, prefetch=2), seed=0)
+
+    assert none.options().experimental_optimization.inject_prefetch is False
+    assert some.options().experimental_optimization.inject_prefetch is None  # tf.data's default
+
+
 def test_pipeline_reports_its_settings(tiny_ref: Callable[..., str]) -> None:
     tiny = load_experiment(tiny_ref())
     config = TrialConfig(batch_size=48, shuffle_buffer=10_000, prefetch=2, num_parallel_calls=3)
