@@ -1,5 +1,6 @@
 """A small CNN on scikit-learn's handwritten digits (1,797 8x8 images, shipped with the package),
-with random-shift augmentation in the input pipeline, so num_parallel_calls and prefetch matter."""
+with a slow augmentation in the input pipeline (rotate, shift and add noise at 32x32), so
+num_parallel_calls and prefetch matter."""
 
 from __future__ import annotations
 
@@ -31,15 +32,39 @@ def validation_data() -> tuple[np.ndarray, np.ndarray]:
 
 
 def augment(image, label, seed):  # type: ignore[no-untyped-def]
-    """Pads to 10x10 and crops back to 8x8 at a random offset: a shift of up to one pixel.
+    """Rotates (up to +/-11 degrees), shifts and adds pixel noise at 32x32, then shrinks back to
+    8x8: the kind of per-example work that makes a real input pipeline slow, here about as costly
+    as a training step, so num_parallel_calls and prefetch matter.
 
     Stateless, with the per-example seed autotune passes, so a seed gives the same data at any
     num_parallel_calls and validation curves stay comparable across trials.
     """
     import tensorflow as tf
 
-    padded = tf.pad(image, [[1, 1], [1, 1], [0, 0]])
-    return tf.image.stateless_random_crop(padded, [8, 8, 1], seed=seed), label
+    rotate_seed, shift_seed, noise_seed = tf.unstack(
+        tf.random.experimental.stateless_split(seed, 3)
+    )
+    side = 32
+    middle = (side - 1) / 2.0
+    angle = tf.random.stateless_uniform([], rotate_seed, -0.2, 0.2)
+    cos, sin = tf.cos(angle), tf.sin(angle)
+    # output pixel (x, y) samples the input at the rotation of (x, y) about the middle
+    rotation = tf.stack(
+        [cos, -sin, middle * (1 - cos + sin), sin, cos, middle * (1 - sin - cos), 0.0, 0.0]
+    )
+    rotated = tf.raw_ops.ImageProjectiveTransformV3(
+        images=tf.image.resize(image, [side, side])[None],
+        transforms=rotation[None],
+        output_shape=[side, side],
+        fill_value=0.0,
+        interpolation="BILINEAR",
+        fill_mode="CONSTANT",
+    )[0]
+    padded = tf.pad(rotated, [[4, 4], [4, 4], [0, 0]])
+    shifted = tf.image.stateless_random_crop(padded, [side, side, 1], seed=shift_seed)
+    small = tf.image.resize(shifted, [8, 8], method="area")
+    noisy = small + tf.random.stateless_normal(tf.shape(small), noise_seed, stddev=0.02)
+    return tf.clip_by_value(noisy, 0.0, 1.0), label
 
 
 def model():  # type: ignore[no-untyped-def]
