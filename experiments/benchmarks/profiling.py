@@ -26,11 +26,11 @@ EXPERIMENTS = HERE.parent
 
 #: (label, experiment file, trial config as JSON)
 CASES = [
-    ("digits CNN, defaults", "digits_cnn.py", '{"batch_size": 64}'),
+    ("digits CNN, defaults", "digits_cnn.py", '{"batch_size": 32}'),
     (
         "digits CNN, parallel=1 prefetch=0",
         "digits_cnn.py",
-        '{"batch_size": 64, "num_parallel_calls": 1, "prefetch": 0}',
+        '{"batch_size": 32, "num_parallel_calls": 1, "prefetch": 0}',
     ),
     ("transformer, defaults", "transformer.py", '{"batch_size": 32}'),
 ]
