@@ -61,8 +61,52 @@ def _optional_float(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
+@dataclass(frozen=True, kw_only=True)
+class ProfileFacts:
+    """What a run's profile, input ablation and recompilation check say (see
+    :func:`profile_fields`); the baseline and every trial row carry them.
+
+    Attributes:
+        profile: step-time breakdown in milliseconds per :data:`PROFILE_COMPONENTS` key (see
+            :func:`step_breakdown`): XProf's proportions scaled to the timed step time when the
+            run was profiled, else the input ablation's input and compute; None when neither
+            was measured.
+        verdict: the input verdict (:meth:`autotune.profile.Verdict.to_dict`: verdict,
+            input_fraction, source "xprof" or "ablation", why); None when neither was measured.
+        xprof: the profile as XProf read it (:meth:`autotune.profile.ProfileSummary.to_dict`),
+            from the run or its Pareto re-run; None when not profiled.
+        input_ablation: the input ablation (:meth:`autotune.measure.InputAblation.to_dict`).
+        profile_source: "trial" when the run profiled itself, "rerun" when the profile came
+            from the study's Pareto re-run (``autotune_profile:<n>``), None without a profile.
+        profile_log_dir: the profile's TensorBoard folder (``tensorboard --logdir`` shows it).
+        profile_error: why a profile that was asked for is missing.
+        recompilation: XLA recompilation seen in the timed windows
+            (:meth:`autotune.recompilation.Recompilation.to_dict`, with "flagged" and
+            "message"); None when not checked.
+    """
+
+    profile: dict[str, float] | None = None
+    verdict: dict[str, Any] | None = None
+    xprof: dict[str, Any] | None = None
+    input_ablation: dict[str, Any] | None = None
+    profile_source: str | None = None
+    profile_log_dir: str | None = None
+    profile_error: str | None = None
+    recompilation: dict[str, Any] | None = None
+
+    @property
+    def verdict_text(self) -> str:
+        """'highly input-bound 37% (ablation; xprof 3%)', or "" when not measured."""
+        return verdict_text(self.verdict, self.xprof, self.input_ablation)
+
+    @property
+    def recompiled(self) -> bool:
+        """Whether XLA recompiled during the timed windows."""
+        return bool(self.recompilation and self.recompilation.get("flagged"))
+
+
 @dataclass(frozen=True)
-class BaselineRecord:
+class BaselineRecord(ProfileFacts):
     """The experiment's float32, no-XLA baseline as the study measured it.
 
     Attributes:
@@ -78,11 +122,9 @@ class BaselineRecord:
         log_dir: where the baseline runs' logs were kept (derived from the trials' log folders,
             else the study's default log folder; None when unknown).
         hardware, versions: where and with what seed 0 ran.
-        profile: seed 0's step-time breakdown (see :func:`step_breakdown`); None when not
-            measured.
-        verdict, xprof, input_ablation, profile_source, profile_log_dir, profile_error,
-            recompilation: seed 0's input verdict, profile and recompilation check, as for
-            :class:`TrialRow`.
+
+    Seed 0's step-time breakdown, input verdict, profile and recompilation check are the
+    :class:`ProfileFacts` fields.
     """
 
     config: TrialConfig | None
@@ -97,19 +139,6 @@ class BaselineRecord:
     log_dir: str | None = None
     hardware: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
-    profile: dict[str, float] | None = None
-    verdict: dict[str, Any] | None = None
-    xprof: dict[str, Any] | None = None
-    input_ablation: dict[str, Any] | None = None
-    profile_source: str | None = None
-    profile_log_dir: str | None = None
-    profile_error: str | None = None
-    recompilation: dict[str, Any] | None = None
-
-    @property
-    def verdict_text(self) -> str:
-        """'highly input-bound 37% (ablation; xprof 3%)', or "" when not measured."""
-        return verdict_text(self.verdict, self.xprof, self.input_ablation)
 
     @property
     def measured(self) -> bool:
@@ -130,7 +159,7 @@ def _step_ms(config: TrialConfig | None, throughput: Estimate | None) -> float |
 
 
 @dataclass(frozen=True)
-class TrialRow:
+class TrialRow(ProfileFacts):
     """One trial as plain data.
 
     Attributes:
@@ -156,22 +185,9 @@ class TrialRow:
         final_metrics: validation metrics at the last checkpoint.
         peak_host_bytes, peak_device_bytes: peak memory of the trial (bytes).
         hardware, versions: where and with what the trial ran.
-        profile: step-time breakdown in milliseconds per :data:`PROFILE_COMPONENTS` key (see
-            :func:`step_breakdown`): XProf's proportions scaled to :attr:`step_ms` when the
-            trial was profiled, else the input ablation's input and compute; None when neither
-            was measured.
-        verdict: the input verdict (:meth:`autotune.profile.Verdict.to_dict`: verdict,
-            input_fraction, source "xprof" or "ablation", why); None when neither was measured.
-        xprof: the profile as XProf read it (:meth:`autotune.profile.ProfileSummary.to_dict`),
-            from the trial or its Pareto re-run; None when not profiled.
-        input_ablation: the input ablation (:meth:`autotune.measure.InputAblation.to_dict`).
-        profile_source: "trial" when the trial profiled itself, "rerun" when the profile came
-            from the study's Pareto re-run (``autotune_profile:<n>``), None without a profile.
-        profile_log_dir: the profile's TensorBoard folder (``tensorboard --logdir`` shows it).
-        profile_error: why a profile that was asked for is missing.
-        recompilation: XLA recompilation seen in the timed windows
-            (:meth:`autotune.recompilation.Recompilation.to_dict`, with "flagged" and
-            "message"); None when not checked.
+
+    The step-time breakdown, input verdict, profile and recompilation check are the
+    :class:`ProfileFacts` fields.
     """
 
     number: int
@@ -199,24 +215,6 @@ class TrialRow:
     peak_device_bytes: int | None = None
     hardware: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
-    profile: dict[str, float] | None = None
-    verdict: dict[str, Any] | None = None
-    xprof: dict[str, Any] | None = None
-    input_ablation: dict[str, Any] | None = None
-    profile_source: str | None = None
-    profile_log_dir: str | None = None
-    profile_error: str | None = None
-    recompilation: dict[str, Any] | None = None
-
-    @property
-    def verdict_text(self) -> str:
-        """'highly input-bound 37% (ablation; xprof 3%)', or "" when not measured."""
-        return verdict_text(self.verdict, self.xprof, self.input_ablation)
-
-    @property
-    def recompiled(self) -> bool:
-        """Whether XLA recompiled during the timed windows."""
-        return bool(self.recompilation and self.recompilation.get("flagged"))
 
     @property
     def scored(self) -> bool:
@@ -509,7 +507,7 @@ def verdict_text(
 def profile_fields(
     result: Mapping[str, Any], config: TrialConfig | None, rerun: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """The profile-related fields of a :class:`TrialRow` or :class:`BaselineRecord` from a
+    """The :class:`ProfileFacts` fields of a :class:`TrialRow` or :class:`BaselineRecord` from a
     stored result and its Pareto re-run: profile (the step breakdown), verdict, xprof,
     input_ablation, profile_source, profile_log_dir, profile_error and recompilation."""
     merged, source = merge_profile_rerun(result, rerun)
@@ -675,6 +673,7 @@ __all__ = [
     "PROFILE_RERUN_PREFIX",
     "PROFILE_SOURCES",
     "BaselineRecord",
+    "ProfileFacts",
     "StudyRecords",
     "TrialRow",
     "baseline_of",
