@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest_report import DemoStudy, build_demo_study
+from conftest_report import DemoStudy, build_demo_study, profiling_runner
 
 from autotune.records import StudyRecords, load_records
 
@@ -16,4 +16,19 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoStudy:
 
 @pytest.fixture(scope="module")
 def records(demo: DemoStudy) -> StudyRecords:
+    return load_records(demo.storage)
+
+
+@pytest.fixture(scope="module")
+def profiled(tmp_path_factory: pytest.TempPathFactory) -> StudyRecords:
+    """The demo study with every trial (and the baseline) profiled on the fake CPU."""
+    folder = tmp_path_factory.mktemp("profiled")
+    return load_records(build_demo_study(folder, runner=profiling_runner).storage)
+
+
+@pytest.fixture(scope="module")
+def reprofiled(tmp_path_factory: pytest.TempPathFactory) -> StudyRecords:
+    """The demo study in "pareto" mode: only the Pareto trials profiled, by a re-run."""
+    folder = tmp_path_factory.mktemp("pareto")
+    demo = build_demo_study(folder, runner=profiling_runner, profile="pareto")
     return load_records(demo.storage)

@@ -25,7 +25,6 @@ from conftest_report import (
     build_demo_study,
     failing_rerun_runner,
     fake_runner,
-    profiling_runner,
     write_experiment,
 )
 from fake_trials import (
@@ -577,21 +576,6 @@ def test_profile_reruns_reads_only_the_prefixed_attributes() -> None:
 
     assert PROFILE_RERUN_PREFIX == "autotune_profile:"
     assert profile_reruns(attrs) == {3: RERUN, 12: {"profile_error": "x"}}
-
-
-@pytest.fixture(scope="module")
-def profiled(tmp_path_factory: pytest.TempPathFactory) -> StudyRecords:
-    """The demo study with every trial (and the baseline) profiled."""
-    folder = tmp_path_factory.mktemp("profiled")
-    return load_records(build_demo_study(folder, runner=profiling_runner).storage)
-
-
-@pytest.fixture(scope="module")
-def reprofiled(tmp_path_factory: pytest.TempPathFactory) -> StudyRecords:
-    """The demo study in "pareto" mode: the Pareto trials re-run with profiling at the end."""
-    folder = tmp_path_factory.mktemp("pareto")
-    demo = build_demo_study(folder, runner=profiling_runner, profile="pareto")
-    return load_records(demo.storage)
 
 
 def test_profiled_rows(profiled: StudyRecords) -> None:

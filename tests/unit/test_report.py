@@ -25,7 +25,6 @@ from conftest_report import (
     DemoStudy,
     build_demo_study,
     params,
-    profiling_runner,
 )
 from fake_trials import TOLERANCE, XPROF_INPUT
 
@@ -69,21 +68,6 @@ PACKAGE_PARENT = Path(autotune.__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def report_html(records: StudyRecords) -> str:
     return render_report(records)
-
-
-@pytest.fixture(scope="module")
-def profiled(tmp_path_factory: pytest.TempPathFactory) -> StudyRecords:
-    """The demo study with every trial (and the baseline) profiled on the fake CPU."""
-    folder = tmp_path_factory.mktemp("profiled")
-    return load_records(build_demo_study(folder, runner=profiling_runner).storage)
-
-
-@pytest.fixture(scope="module")
-def reprofiled(tmp_path_factory: pytest.TempPathFactory) -> StudyRecords:
-    """The demo study in "pareto" mode: only the Pareto trials profiled, by a re-run."""
-    folder = tmp_path_factory.mktemp("pareto")
-    demo = build_demo_study(folder, runner=profiling_runner, profile="pareto")
-    return load_records(demo.storage)
 
 
 def traces(figure) -> dict:
