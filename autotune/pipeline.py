@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import keras
 import tensorflow as tf
 
 from autotune.config import AUTOTUNE, TrialConfig
@@ -72,13 +73,28 @@ def load_data(data: Data, what: str, experiment: Experiment) -> tf.data.Dataset:
     return dataset
 
 
+def dynamic_dimensions(dataset: tf.data.Dataset) -> list[str]:
+    """The dimensions of unknown size in ``dataset``'s elements, named like ``x[1]`` or
+    ``x['tokens'][1]`` (x, y and sample_weight are the element's parts; a tensor of unknown rank
+    counts as ``[0]``)."""
+    spec = dataset.element_spec
+    parts = spec if isinstance(spec, tuple) else (spec,)
+    part_names = ("x", "y", "sample_weight")
+    names: list[str] = []
+    for index, part in enumerate(parts):
+        part_name = part_names[index] if index < len(part_names) else f"element[{index}]"
+        for path, leaf in keras.tree.flatten_with_path(part):
+            dims = leaf.shape.as_list() if leaf.shape.rank is not None else [None]
+            where = "".join(f"[{key!r}]" for key in path)
+            names.extend(
+                f"{part_name}{where}[{axis}]" for axis, size in enumerate(dims) if size is None
+            )
+    return names
+
+
 def has_dynamic_shape(dataset: tf.data.Dataset) -> bool:
     """Whether some component of ``dataset``'s elements has a dimension of unknown size."""
-    return any(
-        dim is None
-        for spec in tf.nest.flatten(dataset.element_spec)
-        for dim in (spec.shape.as_list() if spec.shape.rank is not None else [None])
-    )
+    return bool(dynamic_dimensions(dataset))
 
 
 def batched(dataset: tf.data.Dataset, batch_size: int, drop_remainder: bool) -> tf.data.Dataset:

@@ -34,7 +34,7 @@ from autotune.measure import (
     steps_per_window,
     summarize,
 )
-from autotune.pipeline import training_pipeline, validation_pipeline
+from autotune.pipeline import dynamic_dimensions, training_pipeline, validation_pipeline
 from autotune.profile import ProfileError, ProfileSummary, analyse
 from autotune.recompilation import Recompilation, detect
 from autotune.result import CurvePoint, RunResult
@@ -363,22 +363,6 @@ def run_trial(experiment: Experiment, config: TrialConfig, settings: RunSettings
         hardware={**hardware.hardware(), **_library_facts()},
         versions=hardware.versions(),
     )
-
-
-def dynamic_dimensions(dataset: tf.data.Dataset) -> list[str]:
-    """The batch dimensions of unknown size, named like ``x[1]`` or ``x['tokens'][1]`` (x, y and
-    sample_weight are the element's parts)."""
-    spec = dataset.element_spec
-    parts = spec if isinstance(spec, tuple) else (spec,)
-    names: list[str] = []
-    for part_name, part in zip(("x", "y", "sample_weight"), parts, strict=False):
-        for path, leaf in keras.tree.flatten_with_path(part):
-            dims = leaf.shape.as_list() if leaf.shape.rank is not None else [None]
-            where = "".join(f"[{key!r}]" for key in path)
-            names.extend(
-                f"{part_name}{where}[{axis}]" for axis, size in enumerate(dims) if size is None
-            )
-    return names
 
 
 def _profile_window(
