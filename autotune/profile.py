@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from autotune.exceptions import AutotuneError
+from autotune.exceptions import AutotuneError, ConfigError
 from autotune.measure import input_bound_verdict
 
 #: How a study profiles: every trial, a re-run of its Pareto candidates, or never.
@@ -184,11 +184,7 @@ def summarize_tools(
     """Builds a :class:`ProfileSummary` from the JSON of XProf's ``input_pipeline_analyzer``,
     ``framework_op_stats`` and ``overview_page`` tools (DataTable lists, as XProf serves them)."""
     steps_table = _step_table(input_pipeline)
-    columns = [c["id"] for c in steps_table.get("cols", [])]
-    rows = [
-        {col: cell.get("v") for col, cell in zip(columns, row.get("c", []), strict=False)}
-        for row in steps_table.get("rows", [])
-    ]
+    rows = _records(steps_table)
     rows = [r for r in rows if isinstance(r.get("stepTimeMs"), (int, float))]
     if not rows:
         raise ProfileError(
@@ -223,6 +219,15 @@ def _tables(data: Any) -> list[dict[str, Any]]:
     return [t for t in data if isinstance(t, dict)] if isinstance(data, list) else []
 
 
+def _records(table: dict[str, Any]) -> list[dict[str, Any]]:
+    """A DataTable's rows as {column id: value} dicts."""
+    columns = [c["id"] for c in table.get("cols", [])]
+    return [
+        {col: cell.get("v") for col, cell in zip(columns, row.get("c", []), strict=False)}
+        for row in table.get("rows", [])
+    ]
+
+
 def _step_table(input_pipeline: Any) -> dict[str, Any]:
     for table in _tables(input_pipeline):
         if any(c.get("id") == "stepTimeMs" for c in table.get("cols", [])):
@@ -236,12 +241,7 @@ def top_operations(op_stats: Any, limit: int = TOP_OPS) -> list[OpTime]:
     tables = _tables(op_stats)
     if not tables:
         return []
-    table = tables[-1]  # XProf's last table leaves out IDLE
-    columns = [c["id"] for c in table.get("cols", [])]
-    rows = [
-        {col: cell.get("v") for col, cell in zip(columns, row.get("c", []), strict=False)}
-        for row in table.get("rows", [])
-    ]
+    rows = _records(tables[-1])  # XProf's last table leaves out IDLE
     rows = [r for r in rows if r.get("type") != "IDLE" and r.get("total_self_time") is not None]
     total = sum(float(r["total_self_time"]) for r in rows)
     rows.sort(key=lambda r: float(r["total_self_time"]), reverse=True)
@@ -331,7 +331,6 @@ def input_verdict(
 
 def check_mode(mode: object, source: str = "profile") -> str:
     """``mode`` if it is one of :data:`PROFILE_MODES`, else a :class:`ConfigError` naming it."""
-    from autotune.exceptions import ConfigError
 
     if mode not in PROFILE_MODES:
         raise ConfigError(f"{source} must be one of {', '.join(PROFILE_MODES)}. Received: {mode!r}")
