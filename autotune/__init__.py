@@ -10,7 +10,13 @@ from importlib import import_module
 from typing import Any
 
 from autotune.config import RunSettings, TrialConfig
-from autotune.exceptions import AutotuneError, ConfigError, ExperimentError, TrialFailure
+from autotune.exceptions import (
+    AutotuneError,
+    ConfigError,
+    ExperimentError,
+    StudyError,
+    TrialFailure,
+)
 from autotune.experiment import Experiment, load_experiment
 from autotune.measure import Estimate
 from autotune.recipe import AppliedRecipe, Recipe, apply
@@ -20,14 +26,13 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "Study": "autotune.study",
-    "StudyError": "autotune.study",
-    "TrialRecord": "autotune.study",
+    "TrialRow": "autotune.records",
     "load_study": "autotune.study",
     "SearchSpace": "autotune.space",
     "Choice": "autotune.space",
     "IntRange": "autotune.space",
     "load_space": "autotune.space",
-    "run_isolated": "autotune.isolation",
+    "run_isolated": "autotune.trial.isolation",
 }
 
 __all__ = [
@@ -48,7 +53,7 @@ __all__ = [
     "StudyError",
     "TrialConfig",
     "TrialFailure",
-    "TrialRecord",
+    "TrialRow",
     "__version__",
     "apply",
     "load_experiment",

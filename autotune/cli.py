@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from rich.console import Console
@@ -19,6 +19,9 @@ from autotune.exceptions import AutotuneError, ConfigError, TrialFailure
 from autotune.profile import PROFILE_MODES
 from autotune.result import RunResult
 from autotune.storage import DEFAULT_STORAGE
+
+if TYPE_CHECKING:
+    from autotune.records import TrialRow
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -136,7 +139,7 @@ def trial(
     the compile time, the validation curve and the settings that took effect.
     """
     from autotune.display import show_failure, show_result
-    from autotune.isolation import run_isolated
+    from autotune.trial.isolation import run_isolated
 
     config = _read_config(config_text)
     settings = RunSettings(
@@ -258,7 +261,6 @@ def run(
         trial_line,
         trials_table,
     )
-    from autotune.records import profile_reruns
     from autotune.study import Study
 
     _quiet_optuna()
@@ -271,7 +273,7 @@ def run(
         tolerance=tolerance,
         seed=seed,
         allow_mismatch=allow_mismatch,
-        profile=profile,
+        profile_mode=profile,
     )
     done = study.finished_count()
     console.print(
@@ -296,8 +298,8 @@ def run(
         progress.update(baseline_task, completed=3, visible=False)
         trials_task = progress.add_task("trials", total=n_trials, completed=min(done, n_trials))
 
-        def on_trial(record: Any) -> None:
-            progress.console.print(trial_line(record))
+        def on_trial(row: TrialRow) -> None:
+            progress.console.print(trial_line(row))
             progress.update(trials_task, completed=min(study.finished_count(), n_trials))
 
         def on_profile(number: int, entry: dict[str, Any]) -> None:
@@ -308,8 +310,7 @@ def run(
         study.optimize(n_trials=n_trials, timeout=timeout)
     front = study.pareto_front()
     if front:
-        reruns = profile_reruns(study.optuna.user_attrs)
-        console.print(trials_table(front, "Pareto front (feasible trials)", reruns))
+        console.print(trials_table(front, "Pareto front (feasible trials)"))
     show_recipe(console, study.best())
 
 
@@ -328,7 +329,6 @@ def status(storage: str, study_name: str | None) -> None:
     """Show a stored study: baseline, noise floor and every trial."""
     from autotune.display import format_throughput, trials_table
     from autotune.measure import Estimate
-    from autotune.records import profile_reruns
 
     study = _open(storage, study_name)
     console = Console()
@@ -348,7 +348,7 @@ def status(storage: str, study_name: str | None) -> None:
         + ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
     )
     if records:
-        console.print(trials_table(records, "Trials", profile_reruns(study.optuna.user_attrs)))
+        console.print(trials_table(records, "Trials"))
 
 
 @main.command()

@@ -16,7 +16,7 @@ from autotune.result import RunResult
 
 if TYPE_CHECKING:
     from autotune.recipe import Recipe
-    from autotune.study import TrialRecord
+    from autotune.records import TrialRow
 
 #: Operations listed by :func:`show_result`, the most self time first.
 TOP_OPS_SHOWN = 3
@@ -188,26 +188,24 @@ def show_failure(console: Console, failure: TrialFailure) -> None:
         console.print(failure.log_tail, markup=False, highlight=False)
 
 
-def trial_line(record: TrialRecord) -> str:
+def trial_line(row: TrialRow) -> str:
     """One line per finished trial: number, configuration, throughput with CI, fidelity,
     feasibility, input verdict with its source ('highly input-bound 37% (ablation; xprof 3%)')
     and XLA RECOMPILED when XLA recompiled while timed."""
-    config = record.config.describe() if record.config else "(no configuration)"
-    head = f"trial {record.number:>3}  {config}"
-    if record.state == "failed":
-        return f"{head}  [red]failed ({record.failure_kind})[/]: {record.reason}"
-    throughput = format_throughput(record.throughput) if record.throughput else ""
-    if record.state == "pruned":
-        return f"{head}  {throughput}  [yellow]pruned[/]: {record.reason}"
+    config = row.config.describe() if row.config else "(no configuration)"
+    head = f"trial {row.number:>3}  {config}"
+    if row.state == "failed":
+        return f"{head}  [red]failed ({row.failure_kind})[/]: {row.reason}"
+    throughput = format_throughput(row.throughput) if row.throughput else ""
+    if row.state == "pruned":
+        return f"{head}  {throughput}  [yellow]pruned[/]: {row.reason}"
     verdict = (
-        "[green]feasible[/]" if record.feasible else "[red]infeasible[/] (fidelity over tolerance)"
+        "[green]feasible[/]" if row.feasible else "[red]infeasible[/] (fidelity over tolerance)"
     )
-    copy = f" (same as trial {record.duplicate_of})" if record.duplicate_of is not None else ""
-    fidelity = f"fidelity {record.fidelity:.2f}" if record.fidelity is not None else ""
-    result = record.user_attrs.get("result") or {}
-    inputs = verdict_of(result)
-    inputs = f"  {escape(inputs)}" if inputs else ""
-    recompiled = f"  [bold red]{RECOMPILED}[/]" if _recompiled(result) else ""
+    copy = f" (same as trial {row.duplicate_of})" if row.duplicate_of is not None else ""
+    fidelity = f"fidelity {row.fidelity:.2f}" if row.fidelity is not None else ""
+    inputs = f"  {escape(row.verdict_text)}" if row.verdict_text else ""
+    recompiled = f"  [bold red]{RECOMPILED}[/]" if row.recompiled else ""
     return f"{head}  {throughput}  {fidelity}  {verdict}{copy}{inputs}{recompiled}"
 
 
@@ -231,20 +229,12 @@ def baseline_line(seed: int, result: RunResult) -> str:
     return f"baseline seed {seed}  {result.config.describe()}  {what}  val loss: {losses}"
 
 
-def trials_table(
-    records: list[TrialRecord],
-    title: str,
-    reruns: Mapping[int, Mapping[str, Any]] | None = None,
-) -> Table:
+def trials_table(rows: list[TrialRow], title: str) -> Table:
     """A table of trials: configuration, throughput with CI, fidelity, state, input verdict
-    (with its source and both figures) and the profile's log folder.
-
-    ``reruns``: the study's Pareto re-runs by trial number
-    (:func:`autotune.records.profile_reruns` of the study's user attributes); a trial without
-    a profile of its own shows its re-run's, marked "(re-run)".
+    (with its source and both figures) and the profile's log folder. A trial whose profile
+    came from the study's Pareto re-run (:attr:`~autotune.records.ProfileFacts.profile_source`)
+    is marked "(re-run)".
     """
-    from autotune.records import profile_fields, rerun_for, verdict_text
-
     table = Table(title=title)
     table.add_column("#", justify="right")
     table.add_column("configuration")
@@ -253,36 +243,33 @@ def trials_table(
     table.add_column("state")
     table.add_column("input")
     table.add_column("profile log dir")
-    for record in records:
-        estimate = record.throughput
+    for row in rows:
+        estimate = row.throughput
         rate = (
             f"{estimate.median:,.0f} ({estimate.low:,.0f}-{estimate.high:,.0f})"
             if estimate
             else "-"
         )
-        fidelity = f"{record.fidelity:.2f}" if record.fidelity is not None else "-"
-        state = record.state
-        if record.state == "complete":
-            state = "feasible" if record.feasible else "infeasible"
-        elif record.state == "failed":
-            state = f"failed: {record.failure_kind}"
-        if record.duplicate_of is not None:
-            state += f" (= #{record.duplicate_of})"
-        rerun = rerun_for(record.number, record.duplicate_of, reruns)
-        facts = profile_fields(record.user_attrs.get("result") or {}, record.config, rerun)
-        if (facts["recompilation"] or {}).get("flagged"):
+        fidelity = f"{row.fidelity:.2f}" if row.fidelity is not None else "-"
+        state = row.state
+        if row.state == "complete":
+            state = "feasible" if row.feasible else "infeasible"
+        elif row.state == "failed":
+            state = f"failed: {row.failure_kind}"
+        if row.duplicate_of is not None:
+            state += f" (= #{row.duplicate_of})"
+        if row.recompiled:
             state += f" [bold red]{RECOMPILED}[/]"
-        inputs = verdict_text(facts["verdict"], facts["xprof"], facts["input_ablation"])
-        if facts["profile_log_dir"]:
-            rerun_mark = " (re-run)" if facts["profile_source"] == "rerun" else ""
-            where = escape(facts["profile_log_dir"] + rerun_mark)
-        elif facts["profile_error"]:
-            where = f"[red]none[/]: {escape(facts['profile_error'])}"
+        if row.profile_log_dir:
+            rerun_mark = " (re-run)" if row.profile_source == "rerun" else ""
+            where = escape(row.profile_log_dir + rerun_mark)
+        elif row.profile_error:
+            where = f"[red]none[/]: {escape(row.profile_error)}"
         else:
             where = "-"
-        config = record.config.describe() if record.config else "-"
+        config = row.config.describe() if row.config else "-"
         table.add_row(
-            str(record.number), config, rate, fidelity, state, escape(inputs or "-"), where
+            str(row.number), config, rate, fidelity, state, escape(row.verdict_text or "-"), where
         )
     return table
 

@@ -38,6 +38,10 @@ class ExperimentError(ConfigError):
     """An experiment cannot be loaded or does not build a usable model and data."""
 
 
+class StudyError(AutotuneError):
+    """The study cannot go on (its baseline failed, too many trials failed in a row)."""
+
+
 class TrialFailure(AutotuneError):
     """One trial failed; the study records it and goes on.
 

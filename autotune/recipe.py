@@ -116,7 +116,7 @@ class AppliedRecipe:
     def pipeline(self, dataset: Any, preprocess: Any = None, seed: int = 0) -> Any:
         """Builds autotune's training pipeline (shuffle -> repeat -> map -> batch with
         drop_remainder -> prefetch) over an unbatched ``tf.data.Dataset`` of (x, y) pairs."""
-        from autotune.pipeline import prepare_training
+        from autotune.trial.pipeline import prepare_training
 
         prepared, _ = prepare_training(dataset, self.config, preprocess, seed)
         return prepared

@@ -10,6 +10,7 @@ re-run with another seed).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -19,7 +20,7 @@ from typing import Any
 
 import optuna
 from optuna.distributions import distribution_to_json
-from optuna.trial import FrozenTrial
+from optuna.trial import FrozenTrial, TrialState
 
 from autotune.config import TrialConfig
 from autotune.exceptions import ConfigError
@@ -28,23 +29,38 @@ from autotune.measure import Estimate, InputAblation
 from autotune.profile import BREAKDOWN_COMPONENTS, input_verdict
 from autotune.recipe import Recipe
 from autotune.result import CurvePoint
-from autotune.storage import open_storage, pick_study_name, quiet_experimental, sqlite_path
-from autotune.study import (
+from autotune.schema import (
     BASELINE_KEY,
     BASELINE_SEEDS,
+    CONFIG_ATTR,
+    DUPLICATE_OF_ATTR,
+    FAILURE_ATTR,
+    FIDELITY_ATTR,
     IDENTITY_KEY,
     INFO_KEY,
+    INTERRUPTED,
+    INTERRUPTED_FAILURE,
+    LOG_DIR_ATTR,
+    MISMATCHES_KEY,
     OBJECTIVES,
-    record_of,
+    PROFILE_RERUN_PREFIX,
+    PRUNED_REASON_ATTR,
+    RESULT_ATTR,
+    THROUGHPUT_ATTR,
 )
+from autotune.storage import open_storage, pick_study_name, quiet_experimental, sqlite_path
 
 #: Components of a step-time breakdown, in drawing order (milliseconds per step). A profiled
 #: run has XProf's input, host_compute, device_compute, compile and other; a run with only an
 #: input ablation has input and compute.
-PROFILE_COMPONENTS = ("input", "host_compute", "device_compute", "compute", "compile", "other")
-#: Study user attribute prefix of a Pareto trial's profiling re-run: ``autotune_profile:<n>``
-#: holds ``{"profile", "profile_error", "input_ablation", "recompilation", "log_dir"}``.
-PROFILE_RERUN_PREFIX = "autotune_profile:"
+STEP_BREAKDOWN_COMPONENTS = (
+    "input",
+    "host_compute",
+    "device_compute",
+    "compute",
+    "compile",
+    "other",
+)
 #: Where a run's profile came from: its own measurement or a profiling re-run.
 PROFILE_SOURCES = ("trial", "rerun")
 
@@ -67,13 +83,13 @@ class ProfileFacts:
     :func:`profile_fields`); the baseline and every trial row carry them.
 
     Attributes:
-        profile: step-time breakdown in milliseconds per :data:`PROFILE_COMPONENTS` key (see
-            :func:`step_breakdown`): XProf's proportions scaled to the timed step time when the
-            run was profiled, else the input ablation's input and compute; None when neither
-            was measured.
+        breakdown: step-time breakdown in milliseconds per :data:`STEP_BREAKDOWN_COMPONENTS`
+            key (see :func:`step_breakdown`): XProf's proportions scaled to the timed step time
+            when the run was profiled, else the input ablation's input and compute; None when
+            neither was measured.
         verdict: the input verdict (:meth:`autotune.profile.Verdict.to_dict`: verdict,
             input_fraction, source "xprof" or "ablation", why); None when neither was measured.
-        xprof: the profile as XProf read it (:meth:`autotune.profile.ProfileSummary.to_dict`),
+        profile: the profile as XProf read it (:meth:`autotune.profile.ProfileSummary.to_dict`),
             from the run or its Pareto re-run; None when not profiled.
         input_ablation: the input ablation (:meth:`autotune.measure.InputAblation.to_dict`).
         profile_source: "trial" when the run profiled itself, "rerun" when the profile came
@@ -85,9 +101,9 @@ class ProfileFacts:
             "message"); None when not checked.
     """
 
-    profile: dict[str, float] | None = None
+    breakdown: dict[str, float] | None = None
     verdict: dict[str, Any] | None = None
-    xprof: dict[str, Any] | None = None
+    profile: dict[str, Any] | None = None
     input_ablation: dict[str, Any] | None = None
     profile_source: str | None = None
     profile_log_dir: str | None = None
@@ -97,7 +113,7 @@ class ProfileFacts:
     @property
     def verdict_text(self) -> str:
         """'highly input-bound 37% (ablation; xprof 3%)', or "" when not measured."""
-        return verdict_text(self.verdict, self.xprof, self.input_ablation)
+        return verdict_text(self.verdict, self.profile, self.input_ablation)
 
     @property
     def recompiled(self) -> bool:
@@ -185,6 +201,7 @@ class TrialRow(ProfileFacts):
         final_metrics: validation metrics at the last checkpoint.
         peak_host_bytes, peak_device_bytes: peak memory of the trial (bytes).
         hardware, versions: where and with what the trial ran.
+        user_attrs: everything stored with the trial (see :mod:`autotune.schema`).
 
     The step-time breakdown, input verdict, profile and recompilation check are the
     :class:`ProfileFacts` fields.
@@ -215,6 +232,14 @@ class TrialRow(ProfileFacts):
     peak_device_bytes: int | None = None
     hardware: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
+    user_attrs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def counts(self) -> bool:
+        """Whether the trial counts as finished (interrupted ones are retried instead)."""
+        return self.state in ("complete", "pruned") or (
+            self.state == "failed" and self.failure_kind != INTERRUPTED
+        )
 
     @property
     def scored(self) -> bool:
@@ -251,7 +276,7 @@ def pareto_front(
     rows: Sequence[TrialRow], baseline_throughput: float | None = None
 ) -> list[TrialRow]:
     """The feasible scored trials that no other feasible scored trial dominates, fastest first,
-    leaving out repeats of an earlier trial.
+    leaving out duplicates of an earlier trial.
 
     The baseline (fidelity 0 by definition) dominates every trial that is not faster than it,
     so with ``baseline_throughput`` (samples/s) such trials are left out too: nothing slower
@@ -326,25 +351,45 @@ class StudyRecords:
             counts[row.state] = counts.get(row.state, 0) + 1
         return counts
 
-    def fastest_within(self, max_fidelity: float) -> TrialRow | None:
-        """The fastest complete trial with fidelity <= ``max_fidelity`` whose median throughput
-        beats the baseline's (the rule of ``Study.best``); None when there is none."""
-        if self.baseline.throughput is None:
-            return None
-        floor = self.baseline.throughput.median
-        faster = [
+    def within(self, max_fidelity: float) -> list[TrialRow]:
+        """The scored trials with fidelity <= ``max_fidelity``, duplicates of an earlier trial
+        left out: what ``autotune best`` and the report count as "within the limit"."""
+        return [
             r
             for r in self.trials
             if r.scored
             and r.duplicate_of is None
             and r.fidelity is not None
             and r.fidelity <= max_fidelity
-            and r.throughput is not None
-            and r.throughput.median > floor
+        ]
+
+    def fastest_within(self, max_fidelity: float) -> TrialRow | None:
+        """The fastest trial :meth:`within` ``max_fidelity`` whose median throughput beats the
+        baseline's (the rule of ``Study.best``); None when there is none."""
+        if self.baseline.throughput is None:
+            return None
+        floor = self.baseline.throughput.median
+        faster = [
+            r
+            for r in self.within(max_fidelity)
+            if r.throughput is not None and r.throughput.median > floor
         ]
         if not faster:
             return None
         return max(faster, key=lambda r: (r.throughput.median if r.throughput else 0, -r.number))
+
+    def best(self, max_fidelity: float | None = None) -> Recipe:
+        """The recipe of the trial :meth:`fastest_within` ``max_fidelity`` (default: the study's
+        tolerance); the baseline's, with a note saying so, when no trial beats it."""
+        limit = self.tolerance if max_fidelity is None else max_fidelity
+        best = self.fastest_within(limit)
+        if best is not None:
+            return self.recipe(best, limit)
+        return dataclasses.replace(
+            self.recipe(None),
+            note=f"no trial was faster than the baseline with fidelity <= {limit:g} "
+            f"({len(self.within(limit))} within the limit); keep the baseline configuration",
+        )
 
     def recipe(self, row: TrialRow | None = None, max_fidelity: float | None = None) -> Recipe:
         """The recipe of ``row`` (the baseline's when None): its configuration, learning rate
@@ -508,19 +553,19 @@ def profile_fields(
     result: Mapping[str, Any], config: TrialConfig | None, rerun: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """The :class:`ProfileFacts` fields of a :class:`TrialRow` or :class:`BaselineRecord` from a
-    stored result and its Pareto re-run: profile (the step breakdown), verdict, xprof,
-    input_ablation, profile_source, profile_log_dir, profile_error and recompilation."""
+    stored result and its Pareto re-run: breakdown, verdict, profile, input_ablation,
+    profile_source, profile_log_dir, profile_error and recompilation."""
     merged, source = merge_profile_rerun(result, rerun)
-    xprof = merged.get("profile") or None
+    profile = merged.get("profile") or None
     ablation = merged.get("input_ablation") or None
-    verdict = input_verdict(xprof, ablation)
+    verdict = input_verdict(profile, ablation)
     log_dir = None
-    if xprof:
-        log_dir = xprof.get("log_dir") or (rerun or {}).get("log_dir")
+    if profile:
+        log_dir = profile.get("log_dir") or (rerun or {}).get("log_dir")
     return {
-        "profile": step_breakdown(merged, config),
+        "breakdown": step_breakdown(merged, config),
         "verdict": verdict.to_dict() if verdict else None,
-        "xprof": dict(xprof) if xprof else None,
+        "profile": dict(profile) if profile else None,
         "input_ablation": dict(ablation) if ablation else None,
         "profile_source": source,
         "profile_log_dir": str(log_dir) if log_dir else None,
@@ -533,32 +578,57 @@ def _iso(value: dt.datetime | None) -> str | None:
     return value.isoformat(timespec="seconds") if value is not None else None
 
 
+_STATES = {
+    TrialState.COMPLETE: "complete",
+    TrialState.PRUNED: "pruned",
+    TrialState.FAIL: "failed",
+    TrialState.RUNNING: "running",
+    TrialState.WAITING: "waiting",
+}
+
+
+def failure_of(trial: FrozenTrial) -> dict[str, Any] | None:
+    """A failed trial's failure record. One without autotune's record never finished its
+    objective: its worker was killed, lost its heartbeat or was stopped by Ctrl-C; it is
+    retried, not counted."""
+    if trial.state != TrialState.FAIL:
+        return None
+    return trial.user_attrs.get(FAILURE_ATTR) or INTERRUPTED_FAILURE
+
+
+def _feasible(trial: FrozenTrial) -> bool | None:
+    constraints = trial.constraints
+    return all(v <= 0 for v in constraints.values()) if constraints else None
+
+
 def row_of(trial: FrozenTrial, reruns: Mapping[int, Mapping[str, Any]] | None = None) -> TrialRow:
     """A :class:`TrialRow` from an Optuna trial stored by an autotune study, with its Pareto
-    re-run from ``reruns`` (by trial number; see :func:`profile_reruns`) merged in. A repeat of
-    an earlier trial takes its twin's re-run."""
-    record = record_of(trial)
-    attrs = record.user_attrs
-    result: dict[str, Any] = attrs.get("result") or {}
-    failure: dict[str, Any] = attrs.get("failure") or {}
+    re-run from ``reruns`` (by trial number; see :func:`profile_reruns`) merged in. A duplicate
+    of an earlier trial takes that trial's re-run."""
+    attrs = trial.user_attrs
+    config = TrialConfig.from_dict(attrs[CONFIG_ATTR]) if attrs.get(CONFIG_ATTR) else None
+    result: dict[str, Any] = attrs.get(RESULT_ATTR) or {}
+    failure = failure_of(trial)
+    reason = attrs.get(PRUNED_REASON_ATTR) if trial.state == TrialState.PRUNED else None
     effective: dict[str, Any] = result.get("effective") or {}
+    duplicate_of = attrs.get(DUPLICATE_OF_ATTR)
     return TrialRow(
-        number=record.number,
-        state=record.state,
-        config=record.config,
-        throughput=record.throughput,
-        fidelity=record.fidelity,
-        feasible=record.feasible,
-        failure_kind=record.failure_kind,
-        reason=record.reason,
-        duplicate_of=record.duplicate_of,
+        number=trial.number,
+        state=_STATES[trial.state],
+        config=config,
+        throughput=_estimate(attrs.get(THROUGHPUT_ATTR)),
+        fidelity=attrs.get(FIDELITY_ATTR),
+        feasible=_feasible(trial),
+        failure_kind=failure["kind"] if failure else None,
+        reason=failure["message"] if failure else reason,
+        duplicate_of=duplicate_of,
         curve=_curve(result.get("curve")),
         effective=effective,
         learning_rate=_optional_float(effective.get("learning_rate")),
         compile_seconds=_optional_float(result.get("compile_seconds")) if result else None,
         steady_step_seconds=_optional_float(result.get("steady_step_seconds")) if result else None,
-        log_dir=attrs.get("log_dir"),
-        log_tail=str(failure.get("log_tail") or ""),
+        log_dir=attrs.get(LOG_DIR_ATTR),
+        log_tail=str((failure or {}).get("log_tail") or ""),
         params=dict(trial.params),
         distributions={k: distribution_to_json(d) for k, d in trial.distributions.items()},
         started=_iso(trial.datetime_start),
@@ -568,16 +638,16 @@ def row_of(trial: FrozenTrial, reruns: Mapping[int, Mapping[str, Any]] | None = 
         peak_device_bytes=result.get("peak_device_bytes"),
         hardware=dict(result.get("hardware") or {}),
         versions=dict(result.get("versions") or {}),
-        **profile_fields(
-            result, record.config, rerun_for(record.number, record.duplicate_of, reruns)
-        ),
+        user_attrs=dict(attrs),
+        **profile_fields(result, config, rerun_for(trial.number, duplicate_of, reruns)),
     )
 
 
 def rerun_for(
     number: int, duplicate_of: int | None, reruns: Mapping[int, Mapping[str, Any]] | None
 ) -> Mapping[str, Any] | None:
-    """Trial ``number``'s Pareto re-run in ``reruns``, else its twin's (``duplicate_of``)."""
+    """Trial ``number``'s Pareto re-run in ``reruns``, else that of the trial it duplicates
+    (``duplicate_of``)."""
     if not reruns:
         return None
     rerun = reruns.get(number)
@@ -654,7 +724,7 @@ def read_records(
         identity=dict(identity),
         info=dict(info),
         metric_names=metric_names,
-        mismatches_allowed=tuple(attrs.get("autotune_mismatches_allowed", [])),
+        mismatches_allowed=tuple(attrs.get(MISMATCHES_KEY, [])),
         read_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     )
 
@@ -669,15 +739,15 @@ def load_records(storage_url: str, study_name: str | None = None) -> StudyRecord
 
 
 __all__ = [
-    "PROFILE_COMPONENTS",
-    "PROFILE_RERUN_PREFIX",
     "PROFILE_SOURCES",
+    "STEP_BREAKDOWN_COMPONENTS",
     "BaselineRecord",
     "ProfileFacts",
     "StudyRecords",
     "TrialRow",
     "baseline_of",
     "breakdown_source",
+    "failure_of",
     "load_records",
     "merge_profile_rerun",
     "pareto_front",

@@ -21,7 +21,7 @@ from autotune import _plotly
 from autotune.exceptions import ConfigError
 from autotune.measure import format_throughput
 from autotune.records import (
-    PROFILE_COMPONENTS,
+    STEP_BREAKDOWN_COMPONENTS,
     BaselineRecord,
     StudyRecords,
     TrialRow,
@@ -655,9 +655,9 @@ def _bar(
     step_ms: float | None,
     run: BaselineRecord | TrialRow,
 ) -> BreakdownBar:
-    profile = run.profile
-    if profile:
-        components = {k: float(profile[k]) for k in PROFILE_COMPONENTS if k in profile}
+    breakdown = run.breakdown
+    if breakdown:
+        components = {k: float(breakdown[k]) for k in STEP_BREAKDOWN_COMPONENTS if k in breakdown}
     else:
         components = {UNPROFILED: step_ms} if step_ms is not None else {}
     steady = run.steady_step_seconds
@@ -669,12 +669,12 @@ def _bar(
         warmup_step_ms=None if steady is None else 1e3 * steady,
         components=components,
         compile_seconds=run.compile_seconds,
-        profiled=bool(profile),
-        source=breakdown_source(profile),
+        profiled=bool(breakdown),
+        source=breakdown_source(breakdown),
         verdict=run.verdict_text,
         log_dir=run.profile_log_dir,
         profile_source=run.profile_source,
-        recompiled=bool(run.recompilation and run.recompilation.get("flagged")),
+        recompiled=run.recompiled,
     )
 
 
@@ -687,7 +687,7 @@ def breakdown_info(records: StudyRecords, numbers: Sequence[int] | None = None) 
     rows = records.pareto() if numbers is None else [records.trial(n) for n in numbers]
     for row in rows:
         bars.append(_bar(point_key(row.number), f"trial {row.number}", row.step_ms, row))
-    components = [k for k in PROFILE_COMPONENTS if any(k in b.components for b in bars)]
+    components = [k for k in STEP_BREAKDOWN_COMPONENTS if any(k in b.components for b in bars)]
     if any(UNPROFILED in b.components for b in bars):
         components.append(UNPROFILED)
     notes = [
@@ -1067,11 +1067,7 @@ def recommendation_info(records: StudyRecords, tolerance: float) -> Recommendati
         return Recommendation(tolerance, None, "The baseline has not been measured yet.")
     best = records.fastest_within(tolerance)
     if best is None or best.throughput is None or best.config is None:
-        within = sum(
-            1
-            for r in records.trials
-            if r.scored and r.duplicate_of is None and (r.fidelity or 0.0) <= tolerance
-        )
+        within = len(records.within(tolerance))
         return Recommendation(
             tolerance,
             None,

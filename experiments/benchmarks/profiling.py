@@ -18,7 +18,7 @@ from pathlib import Path
 from provenance import provenance_lines
 
 from autotune import RunSettings, TrialConfig
-from autotune.isolation import run_isolated
+from autotune.trial.isolation import run_isolated
 from autotune.result import RunResult
 
 HERE = Path(__file__).resolve().parent

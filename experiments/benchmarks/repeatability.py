@@ -16,7 +16,7 @@ from pathlib import Path
 from provenance import provenance_lines
 
 from autotune import RunSettings, TrialConfig
-from autotune.isolation import run_isolated
+from autotune.trial.isolation import run_isolated
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_EXPERIMENT = str(HERE.parent / "digits_cnn.py")

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from autotune.config import RunSettings, TrialConfig
-from autotune.isolation import run_isolated
+from autotune.trial.isolation import run_isolated
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""Tests of autotune.isolation.run_isolated: a real trial process per test, one purpose-built
+"""Tests of autotune.trial.isolation.run_isolated: a real trial process per test, one purpose-built
 broken experiment per failure kind (tests/fixtures/experiments/faulty.py), and no process left
 behind by any of them."""
 
@@ -21,11 +21,11 @@ import pytest
 
 from autotune import ConfigError, RunResult, RunSettings, TrialConfig, TrialFailure
 from autotune.experiment import load_experiment
-from autotune.isolation import run_isolated
+from autotune.trial.isolation import run_isolated
 
 pytestmark = pytest.mark.slow  # every test starts a TensorFlow trial process
 
-TRIAL_MODULE = "autotune._trial_process"
+TRIAL_MODULE = "autotune.trial.process"
 GRANDCHILD_TOKEN = "autotune-test-grandchild"  # as in faulty.py
 CONFIG = TrialConfig(batch_size=32)
 
@@ -185,7 +185,7 @@ def test_hang_is_a_timeout_and_its_process_group_is_killed(
         assert grandchildren, "the fixture should have started a grandchild"
         assert all(s.pgid == child.pgid for s in grandchildren)
         assert _wait_until(lambda: not any(_alive(s.pid, s.created) for s in grandchildren), 2)
-    request_file = child.cmdline.split()[-3]  # ... _trial_process REQUEST RESULT PARENT_PID
+    request_file = child.cmdline.split()[-3]  # ... autotune.trial.process REQUEST RESULT PARENT_PID
     assert request_file.endswith("request.json")
     leftovers = []
     for process in psutil.process_iter():
@@ -269,7 +269,7 @@ PARENT_SCRIPT = textwrap.dedent(
     """
     import sys
     from autotune import RunSettings, TrialConfig
-    from autotune.isolation import run_isolated
+    from autotune.trial.isolation import run_isolated
 
     run_isolated(sys.argv[1], TrialConfig(batch_size=32), RunSettings(time_limit_seconds=120))
     """

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from autotune.config import RunSettings, TrialConfig
-from autotune.isolation import run_isolated
 from autotune.profile import BREAKDOWN_COMPONENTS, analyse, xspace_files
+from autotune.trial.isolation import run_isolated
 
 pytestmark = pytest.mark.slow
 

@@ -1,6 +1,6 @@
-"""In-process tests of autotune.runner.run_trial and autotune.pipeline.training_pipeline on the
-tiny fixture experiments. The dtype policy is process-global, so every test starts and ends with
-the float32 policy (see ``float32_policy``)."""
+"""In-process tests of autotune.trial.runner.run_trial and
+autotune.trial.pipeline.training_pipeline on the tiny fixture experiments. The dtype policy is
+process-global, so every test starts and ends with the float32 policy (see ``float32_policy``)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from autotune import (
     TrialFailure,
 )
 from autotune.experiment import load_experiment
-from autotune.pipeline import training_pipeline
-from autotune.runner import ensure_float32_head, run_trial
+from autotune.trial.pipeline import training_pipeline
+from autotune.trial.runner import ensure_float32_head, run_trial
 
 pytestmark = pytest.mark.slow  # imports TensorFlow and trains
 

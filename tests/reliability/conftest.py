@@ -42,7 +42,7 @@ MISBEHAVE_FILE = FIXTURES / "experiments" / "misbehave.py"
 MISBEHAVE = f"{MISBEHAVE_FILE}:misbehave"
 MISBEHAVE_OTHER = f"{MISBEHAVE_FILE}:misbehave_other"
 DRIVER = FIXTURES / "drivers" / "fake_study.py"
-TRIAL_MODULE = "autotune._trial_process"
+TRIAL_MODULE = "autotune.trial.process"
 CHILD_TOKEN = "autotune-test-misbehave-child"  # as in misbehave.py
 
 #: Tiny measurement settings for real TensorFlow trials of the misbehave experiment.

@@ -32,7 +32,8 @@ from reliability_support import (
     wait_for_call,
 )
 
-from autotune.study import INTERRUPTED, record_of
+from autotune.records import row_of
+from autotune.schema import INTERRUPTED
 
 pytestmark = pytest.mark.slow
 
@@ -132,7 +133,7 @@ def test_sigkill_mid_trial_then_the_same_command_keeps_completed_trials_and_retr
         assert snapshot(trials[number]) == before, f"trial {number} changed"
 
     # The interrupted trial is failed as interrupted and does not count.
-    killed = record_of(trials[run.killed])
+    killed = row_of(trials[run.killed])
     assert killed.state == "failed"
     assert killed.failure_kind == INTERRUPTED
     assert not killed.counts
@@ -146,7 +147,7 @@ def test_sigkill_mid_trial_then_the_same_command_keeps_completed_trials_and_retr
 
     # Exactly the number of trials asked for, and nothing left running.
     assert run.finished == N_TRIALS
-    assert sum(record_of(t).counts for t in trials) == N_TRIALS
+    assert sum(row_of(t).counts for t in trials) == N_TRIALS
     assert len(trials) == N_TRIALS + 1  # the interrupted one does not count
     assert not _running(trials)
 
@@ -219,7 +220,7 @@ def test_three_sigkills_at_random_moments_still_end_with_exactly_the_trials_aske
     why = f"(random seed {seed})"
 
     assert running_after_kills, f"no kill landed mid-trial {why}"
-    assert sum(record_of(t).counts for t in trials) == trials_asked, why
+    assert sum(row_of(t).counts for t in trials) == trials_asked, why
     assert not _running(trials), why
     for number, before in completed.items():
         assert snapshot(trials[number]) == before, f"trial {number} changed {why}"
@@ -230,7 +231,7 @@ def test_three_sigkills_at_random_moments_still_end_with_exactly_the_trials_aske
         complete = [t.number for t in members if t.state == TrialState.COMPLETE]
         assert len(complete) <= 1, f"lineage of trial {root} completed twice: {complete} {why}"
         assert len(members) <= 2, f"trial {root} was retried more than once {why}"
-    interrupted = {t.number for t in trials if record_of(t).failure_kind == INTERRUPTED}
+    interrupted = {t.number for t in trials if row_of(t).failure_kind == INTERRUPTED}
     assert interrupted == running_after_kills, why
     for number in interrupted:
         if lineage(trials[number]) == number:  # not itself a retry: retried once, same params
@@ -261,9 +262,9 @@ def test_sigkill_before_the_trial_records_its_worker_still_fails_and_retries_it(
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     trials = sandbox.trials()
 
-    assert sum(record_of(t).counts for t in trials) == 3
+    assert sum(row_of(t).counts for t in trials) == 3
     assert not _running(trials), f"left RUNNING: {_running(trials)}"
     killed = trials[sampled["number"]]
-    assert record_of(killed).failure_kind == INTERRUPTED
+    assert row_of(killed).failure_kind == INTERRUPTED
     (retry,) = _retries_of(trials, killed.number)
     assert retry.params == killed.params

@@ -24,7 +24,8 @@ from reliability_support import (
     wait_until,
 )
 
-from autotune.study import INTERRUPTED, INTERRUPTED_FAILURE, record_of
+from autotune.records import row_of
+from autotune.schema import INTERRUPTED, INTERRUPTED_FAILURE
 
 pytestmark = pytest.mark.slow
 
@@ -103,5 +104,5 @@ def test_sigint_and_sigterm_stop_the_trial_mark_it_interrupted_and_exit_128_plus
     assert [t.state for t in trials] == [TrialState.FAIL], output
     (trial,) = trials
     assert trial.user_attrs["failure"] == INTERRUPTED_FAILURE
-    assert record_of(trial).failure_kind == INTERRUPTED
-    assert not record_of(trial).counts  # it is retried on resume instead
+    assert row_of(trial).failure_kind == INTERRUPTED
+    assert not row_of(trial).counts  # it is retried on resume instead

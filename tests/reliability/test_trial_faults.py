@@ -21,7 +21,8 @@ from reliability_support import (
     wait_until,
 )
 
-from autotune.study import INTERRUPTED, record_of
+from autotune.records import row_of
+from autotune.schema import INTERRUPTED
 
 pytestmark = pytest.mark.slow
 
@@ -87,7 +88,7 @@ def test_each_trial_fault_is_a_failed_trial_with_kind_message_and_log_and_the_st
             assert f"misbehave: {fault} at batch_size={batch_size}" in failure["log_tail"], where
         else:  # the trial process printed the exception's traceback
             assert "Traceback (most recent call last)" in failure["log_tail"], where
-        record = record_of(trial)
+        record = row_of(trial)
         assert record.failure_kind == kind and record.counts, where
         assert record.failure_kind != INTERRUPTED
 

@@ -30,5 +30,5 @@ def profiled(tmp_path_factory: pytest.TempPathFactory) -> StudyRecords:
 def reprofiled(tmp_path_factory: pytest.TempPathFactory) -> StudyRecords:
     """The demo study in "pareto" mode: only the Pareto trials profiled, by a re-run."""
     folder = tmp_path_factory.mktemp("pareto")
-    demo = build_demo_study(folder, runner=profiling_runner, profile="pareto")
+    demo = build_demo_study(folder, runner=profiling_runner, profile_mode="pareto")
     return load_records(demo.storage)

@@ -108,17 +108,17 @@ def build_demo_study(
     trials: list[dict] | None = None,
     name: str | None = None,
     runner: TrialRunner = fake_runner,
-    profile: str = "all",
+    profile_mode: str = "all",
 ) -> DemoStudy:
     """Stores a study of ``trials`` (default :data:`TRIALS`, in order) in ``folder/study.db``,
-    run by ``runner`` in ``profile`` mode ("pareto" re-runs the Pareto trials at the end)."""
+    run by ``runner`` in ``profile_mode`` ("pareto" re-runs the Pareto trials at the end)."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     folder.mkdir(parents=True, exist_ok=True)
     reference = write_experiment(folder)
     storage = f"sqlite:///{folder / 'study.db'}"
-    study = Study(reference, SPACE, storage, name, runner=runner, seed=0, profile=profile)
+    study = Study(reference, SPACE, storage, name, runner=runner, seed=0, profile_mode=profile_mode)
     chosen = TRIALS if trials is None else trials
     for config in chosen:
         study.optuna.enqueue_trial(config)

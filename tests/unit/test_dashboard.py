@@ -261,13 +261,15 @@ def test_refresh_picks_up_new_trials(tmp_path: Path) -> None:
 
 
 def test_a_pareto_rerun_arriving_later_is_picked_up(tmp_path: Path) -> None:
-    demo = build_demo_study(tmp_path, trials=TRIALS[2:4], runner=profiling_runner, profile="off")
+    demo = build_demo_study(
+        tmp_path, trials=TRIALS[2:4], runner=profiling_runner, profile_mode="off"
+    )
     board = Dashboard(demo.storage)
     first = board.stamp
     _, _, before, _ = board.select(click("trial:1"))
 
     writer = Study(
-        demo.experiment_ref, SPACE, demo.storage, runner=profiling_runner, profile="pareto"
+        demo.experiment_ref, SPACE, demo.storage, runner=profiling_runner, profile_mode="pareto"
     )
     stored = writer.profile_pareto()
     stamp, _, _ = board.on_interval(2, first)

@@ -29,9 +29,9 @@ from autotune.display import (
     trials_table,
     verdict_of,
 )
-from autotune.records import PROFILE_RERUN_PREFIX, profile_reruns
+from autotune.records import TrialRow, profile_fields, profile_reruns
 from autotune.result import RunResult
-from autotune.study import TrialRecord
+from autotune.schema import PROFILE_RERUN_PREFIX
 
 XLA = TrialConfig(batch_size=32, precision="mixed_bfloat16", jit_compile=True)
 PLAIN = TrialConfig(batch_size=64)
@@ -53,7 +53,9 @@ def result_of(config: TrialConfig, profile_dir: str | None = "/logs/trial_2") ->
     return profiled_result(config, SETTINGS.replace(profile_dir=profile_dir))
 
 
-def record_of(number: int, result: RunResult, **changes: object) -> TrialRecord:
+def row_of(
+    number: int, result: RunResult, reruns: dict | None = None, **changes: object
+) -> TrialRow:
     data = result.to_dict()
     data.pop("config")
     values: dict = {
@@ -63,10 +65,11 @@ def record_of(number: int, result: RunResult, **changes: object) -> TrialRecord:
         "throughput": result.throughput,
         "fidelity": 0.3,
         "feasible": True,
-        "user_attrs": {"result": data, "log_dir": f"/logs/trial_{number}"},
+        "log_dir": f"/logs/trial_{number}",
+        **profile_fields(data, result.config, (reruns or {}).get(number)),
     }
     values.update(changes)
-    return TrialRecord(**values)
+    return TrialRow(**values)
 
 
 # --------------------------------------------------------------------------------------------
@@ -75,7 +78,7 @@ def record_of(number: int, result: RunResult, **changes: object) -> TrialRecord:
 
 
 def test_trial_line_shows_the_verdict_with_both_figures_and_recompilation() -> None:
-    line = render(trial_line(record_of(2, result_of(XLA))))
+    line = render(trial_line(row_of(2, result_of(XLA))))
 
     assert "highly input-bound 37% (ablation; xprof 3%)" in line
     assert RECOMPILED in line
@@ -85,7 +88,7 @@ def test_trial_line_shows_the_verdict_with_both_figures_and_recompilation() -> N
 def test_trial_line_without_profile_or_recompilation() -> None:
     result = dataclasses.replace(result_of(PLAIN, None), recompilation=fake_recompilation(PLAIN))
 
-    line = render(trial_line(record_of(0, result)))
+    line = render(trial_line(row_of(0, result)))
 
     assert "highly input-bound 37% (ablation)" in line
     assert "xprof" not in line
@@ -95,7 +98,7 @@ def test_trial_line_without_profile_or_recompilation() -> None:
 def test_trial_line_of_a_bare_trial_has_no_verdict() -> None:
     bare = dataclasses.replace(result_of(PLAIN, None), input_ablation=None, recompilation=None)
 
-    line = render(trial_line(record_of(0, bare)))
+    line = render(trial_line(row_of(0, bare)))
 
     assert "input-bound" not in line and RECOMPILED not in line
 
@@ -127,8 +130,8 @@ def test_profile_line_of_a_rerun() -> None:
 
 
 def test_trials_table_shows_verdict_and_profile_folder() -> None:
-    profiled = record_of(2, result_of(XLA))
-    unprofiled = record_of(0, result_of(PLAIN, None))
+    profiled = row_of(2, result_of(XLA))
+    unprofiled = row_of(0, result_of(PLAIN, None))
 
     text = render(trials_table([profiled, unprofiled], "Trials"))
 
@@ -152,9 +155,10 @@ def test_trials_table_takes_pareto_reruns_and_their_errors() -> None:
         },
         f"{PROFILE_RERUN_PREFIX}1": {"log_dir": "/logs/trial_1", "profile_error": "oom"},
     }
-    records = [record_of(0, unprofiled), record_of(1, unprofiled)]
+    reruns = profile_reruns(attrs)
+    rows = [row_of(0, unprofiled, reruns), row_of(1, unprofiled, reruns)]
 
-    text = render(trials_table(records, "Trials", profile_reruns(attrs)))
+    text = render(trials_table(rows, "Trials"))
 
     row_0 = next(line for line in text.splitlines() if "│ 0 " in line)
     row_1 = next(line for line in text.splitlines() if "│ 1 " in line)

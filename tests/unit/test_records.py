@@ -45,8 +45,7 @@ from autotune.exceptions import ConfigError
 from autotune.measure import Estimate
 from autotune.recipe import Recipe
 from autotune.records import (
-    PROFILE_COMPONENTS,
-    PROFILE_RERUN_PREFIX,
+    STEP_BREAKDOWN_COMPONENTS,
     StudyRecords,
     TrialRow,
     breakdown_source,
@@ -59,6 +58,7 @@ from autotune.records import (
     step_breakdown,
     verdict_text,
 )
+from autotune.schema import PROFILE_RERUN_PREFIX
 from autotune.storage import open_storage
 from autotune.study import Study, load_study
 
@@ -106,7 +106,7 @@ def test_baseline(records: StudyRecords, demo: DemoStudy) -> None:
     assert baseline.steady_step_seconds == pytest.approx(0.032)
     assert baseline.step_ms == pytest.approx(32.0)
     assert baseline.log_dir == str(demo.folder.resolve() / "autotune_logs" / "fake-fake")
-    assert baseline.profile is None
+    assert baseline.breakdown is None
 
 
 # --------------------------------------------------------------------------------------------
@@ -137,7 +137,7 @@ def test_complete_rows(records: StudyRecords) -> None:
         assert row.log_dir is not None and row.log_dir.endswith(f"trial_{number}")
         assert row.started is not None and row.completed is not None
         assert row.hardware == {"cpu": "fake cpu"}
-        assert row.profile is None
+        assert row.breakdown is None
         assert row.failure_kind is None and row.reason is None
     assert records.trial(INFEASIBLE[0]).feasible is False
 
@@ -451,7 +451,7 @@ def test_step_breakdown_scales_xprof_to_the_timed_step() -> None:
     assert breakdown == pytest.approx(
         {"input": 5.0, "host_compute": 15.0, "device_compute": 0.0, "compile": 0.0, "other": 5.0}
     )
-    assert list(breakdown or {}) == [k for k in PROFILE_COMPONENTS if k != "compute"]
+    assert list(breakdown or {}) == [k for k in STEP_BREAKDOWN_COMPONENTS if k != "compute"]
     assert breakdown_source(breakdown) == "xprof"
 
 
@@ -479,7 +479,7 @@ def test_verdict_on_a_cpu_is_the_ablation_with_xprof_beside_it() -> None:
 
     assert fields["verdict"]["source"] == "ablation"
     assert fields["verdict"]["input_fraction"] == pytest.approx(0.5)
-    assert verdict_text(fields["verdict"], fields["xprof"], fields["input_ablation"]) == (
+    assert verdict_text(fields["verdict"], fields["profile"], fields["input_ablation"]) == (
         "highly input-bound 50% (ablation; xprof 2%)"
     )
     assert fields["profile_source"] == "trial"
@@ -492,7 +492,7 @@ def test_verdict_with_an_accelerator_is_xprofs_with_the_ablation_beside_it() -> 
     fields = profile_fields(result, TrialConfig(batch_size=50))
 
     assert fields["verdict"]["source"] == "xprof"
-    assert verdict_text(fields["verdict"], fields["xprof"], fields["input_ablation"]) == (
+    assert verdict_text(fields["verdict"], fields["profile"], fields["input_ablation"]) == (
         "not input-bound 2% (xprof; ablation 50%)"
     )
 
@@ -501,14 +501,14 @@ def test_verdict_from_one_source_alone_and_from_none() -> None:
     alone = profile_fields({"input_ablation": ABLATION}, TrialConfig(batch_size=50))
     nothing = profile_fields({}, TrialConfig(batch_size=50))
 
-    assert verdict_text(alone["verdict"], alone["xprof"], alone["input_ablation"]) == (
+    assert verdict_text(alone["verdict"], alone["profile"], alone["input_ablation"]) == (
         "highly input-bound 50% (ablation)"
     )
     assert alone["profile_source"] is None and alone["profile_log_dir"] is None
     assert nothing == {
-        "profile": None,
+        "breakdown": None,
         "verdict": None,
-        "xprof": None,
+        "profile": None,
         "input_ablation": None,
         "profile_source": None,
         "profile_log_dir": None,
@@ -560,7 +560,7 @@ def test_a_failed_rerun_gives_its_error() -> None:
 
     fields = profile_fields({"input_ablation": ABLATION}, TrialConfig(batch_size=50), failed)
 
-    assert fields["profile_source"] is None and fields["xprof"] is None
+    assert fields["profile_source"] is None and fields["profile"] is None
     assert fields["profile_error"] == "the profiling re-run failed (oom)"
     assert fields["profile_log_dir"] is None
     assert fields["verdict"]["source"] == "ablation"
@@ -583,12 +583,12 @@ def test_profiled_rows(profiled: StudyRecords) -> None:
         row = profiled.trial(number)
         assert row.config is not None and row.step_ms is not None
         assert row.profile_source == "trial"
-        assert row.xprof is not None and row.xprof["device_type"] == "CPU_ONLY"
-        assert row.xprof["step_ms"] == pytest.approx(PROFILER_SLOWDOWN * row.step_ms)
-        assert row.profile is not None
-        assert sum(row.profile.values()) == pytest.approx(row.step_ms)
-        assert row.profile["input"] == pytest.approx(XPROF_INPUT * row.step_ms)
-        assert row.profile["host_compute"] == pytest.approx(0.9 * 0.97 * row.step_ms)
+        assert row.profile is not None and row.profile["device_type"] == "CPU_ONLY"
+        assert row.profile["step_ms"] == pytest.approx(PROFILER_SLOWDOWN * row.step_ms)
+        assert row.breakdown is not None
+        assert sum(row.breakdown.values()) == pytest.approx(row.step_ms)
+        assert row.breakdown["input"] == pytest.approx(XPROF_INPUT * row.step_ms)
+        assert row.breakdown["host_compute"] == pytest.approx(0.9 * 0.97 * row.step_ms)
         assert row.verdict is not None and row.verdict["source"] == "ablation"
         assert row.verdict["input_fraction"] == pytest.approx(ABLATION_INPUT)
         assert row.verdict_text == "highly input-bound 37% (ablation; xprof 3%)"
@@ -597,9 +597,9 @@ def test_profiled_rows(profiled: StudyRecords) -> None:
         assert row.recompilation is not None
         assert ("XLA recompiled" in row.recompilation["message"]) is row.config.jit_compile
     baseline = profiled.baseline
-    assert baseline.profile_source == "trial" and baseline.xprof is not None
-    assert baseline.profile is not None
-    assert sum(baseline.profile.values()) == pytest.approx(32.0)
+    assert baseline.profile_source == "trial" and baseline.profile is not None
+    assert baseline.breakdown is not None
+    assert sum(baseline.breakdown.values()) == pytest.approx(32.0)
     assert baseline.verdict_text == "highly input-bound 37% (ablation; xprof 3%)"
     assert baseline.profile_log_dir == str(Path(baseline.log_dir or "") / "baseline_seed_0")
 
@@ -610,27 +610,27 @@ def test_pareto_reruns_are_merged_into_their_trials(reprofiled: StudyRecords) ->
         assert row.profile_source == "rerun"
         assert row.profile_log_dir == row.log_dir
         assert row.verdict_text == "highly input-bound 37% (ablation; xprof 3%)"
-        assert breakdown_source(row.profile) == "xprof"
-        assert sum((row.profile or {}).values()) == pytest.approx(row.step_ms)
+        assert breakdown_source(row.breakdown) == "xprof"
+        assert sum((row.breakdown or {}).values()) == pytest.approx(row.step_ms)
     (repeat, twin), *_ = REPEATS.items()
     assert reprofiled.trial(repeat).profile_source == "rerun"
-    assert reprofiled.trial(repeat).xprof == reprofiled.trial(twin).xprof
+    assert reprofiled.trial(repeat).profile == reprofiled.trial(twin).profile
     for number in DOMINATED + INFEASIBLE:
         row = reprofiled.trial(number)
-        assert row.profile_source is None and row.xprof is None and row.profile_log_dir is None
+        assert row.profile_source is None and row.profile is None and row.profile_log_dir is None
         assert row.verdict_text == "highly input-bound 37% (ablation)"
-        assert breakdown_source(row.profile) == "ablation"
-    assert reprofiled.baseline.xprof is None
+        assert breakdown_source(row.breakdown) == "ablation"
+    assert reprofiled.baseline.profile is None
 
 
 def test_a_failed_pareto_rerun_is_read_as_a_profile_error(tmp_path: Path) -> None:
-    demo = build_demo_study(tmp_path, runner=failing_rerun_runner, profile="pareto")
+    demo = build_demo_study(tmp_path, runner=failing_rerun_runner, profile_mode="pareto")
 
     records = load_records(demo.storage)
 
     for number in PARETO:
         row = records.trial(number)
-        assert row.profile_source is None and row.xprof is None
+        assert row.profile_source is None and row.profile is None
         assert row.profile_error == (
             "the profiling re-run failed (oom): out of memory while profiling"
         )
@@ -640,7 +640,7 @@ def test_a_failed_pareto_rerun_is_read_as_a_profile_error(tmp_path: Path) -> Non
 
 def test_unprofiled_rows_have_no_profile_facts(records: StudyRecords) -> None:
     for row in records.trials:
-        assert (row.verdict, row.xprof, row.profile_source, row.recompilation) == (
+        assert (row.verdict, row.profile, row.profile_source, row.recompilation) == (
             None,
             None,
             None,

@@ -254,8 +254,8 @@ def test_breakdown_info_with_a_profile(records: StudyRecords) -> None:
     profile = {"other": 1.0, "input": 4.0, "compute": 5.0}
     profiled = dataclasses.replace(
         records,
-        baseline=dataclasses.replace(records.baseline, profile=profile),
-        trials=tuple(dataclasses.replace(r, profile=profile) for r in records.trials),
+        baseline=dataclasses.replace(records.baseline, breakdown=profile),
+        trials=tuple(dataclasses.replace(r, breakdown=profile) for r in records.trials),
     )
 
     info = breakdown_info(profiled)

@@ -40,22 +40,16 @@ from sqlalchemy import event as sqlalchemy_event
 from sqlalchemy.engine import Engine
 
 import autotune
+import autotune.study.recovery
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import ConfigError, TrialFailure
 from autotune.fidelity import MIN_NOISE_FLOOR
+from autotune.records import TrialRow
 from autotune.result import RunResult
+from autotune.schema import BASELINE_KEY, IDENTITY_KEY, INFO_KEY, MISMATCHES_KEY, OBJECTIVES
 from autotune.space import IntRange, SearchSpace, choices
 from autotune.storage import open_storage
-from autotune.study import (
-    BASELINE_KEY,
-    IDENTITY_KEY,
-    INFO_KEY,
-    OBJECTIVES,
-    Study,
-    StudyError,
-    TrialRecord,
-    load_study,
-)
+from autotune.study import Study, StudyError, load_study
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -124,7 +118,7 @@ def enqueue(study: Study, *configs: dict) -> None:
         study.optuna.enqueue_trial(config)
 
 
-def records_by_number(study: Study) -> dict[int, TrialRecord]:
+def records_by_number(study: Study) -> dict[int, TrialRow]:
     return {r.number: r for r in study.records()}
 
 
@@ -494,7 +488,7 @@ def test_tolerance_decides_feasibility(make_study):
 
 def test_listeners_get_every_finished_trial(make_study):
     study = make_study(FakeRunner(oom_at=256))
-    seen: list[TrialRecord] = []
+    seen: list[TrialRow] = []
     study.add_listener(seen.append)
     enqueue(study, A, SLOW, B)
 
@@ -946,7 +940,7 @@ def test_reopening_with_the_same_settings_is_fine(make_study):
 
     study = make_study(seed=7)
 
-    assert "autotune_mismatches_allowed" not in study.optuna.user_attrs
+    assert MISMATCHES_KEY not in study.optuna.user_attrs
 
 
 def test_reopening_with_another_tolerance_is_refused(make_study, storage):
@@ -989,7 +983,7 @@ def test_allow_mismatch_opens_and_records_the_differences(make_study):
     study = make_study(tolerance=2.0, allow_mismatch=True)
 
     assert study.tolerance == 2.0
-    allowed = study.optuna.user_attrs["autotune_mismatches_allowed"]
+    allowed = study.optuna.user_attrs[MISMATCHES_KEY]
     assert len(allowed) == 1
     assert allowed[0]["differences"] == ["tolerance: stored 1.5, now 2.0"]
     assert study.optuna.user_attrs[IDENTITY_KEY]["tolerance"] == 1.5  # the record stays
@@ -1098,7 +1092,7 @@ def test_load_study_reopens_the_only_study(make_study, storage, experiment_ref):
     assert loaded.best().trial == 3
     assert loaded.best().speedup == pytest.approx(6.0)
     assert loaded.finished_count() == 4
-    assert "autotune_mismatches_allowed" not in loaded.optuna.user_attrs
+    assert MISMATCHES_KEY not in loaded.optuna.user_attrs
     loaded.optimize(n_trials=4)
     assert len(runner.calls) == calls
 
@@ -1191,7 +1185,7 @@ def test_a_running_trial_that_never_recorded_its_worker_is_failed_and_retried(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         orphan = study.optuna.ask()  # created, then the worker died before its first line
-    monkeypatch.setattr(autotune.study, "UNRECORDED_WORKER_SECONDS", 0.0)
+    monkeypatch.setattr(autotune.study.recovery, "UNRECORDED_WORKER_SECONDS", 0.0)
 
     study.optimize(n_trials=1)
 
@@ -1266,7 +1260,7 @@ def test_profile_all_profiles_every_trial_and_the_measured_baseline_into_its_log
 
 def test_profile_off_never_asks_for_a_profile(make_study):
     runner = FakeRunner(make=profiled_result)
-    study = make_study(runner=runner, profile="off")
+    study = make_study(runner=runner, profile_mode="off")
     enqueue(study, A, C)
 
     study.optimize(n_trials=2)
@@ -1277,7 +1271,7 @@ def test_profile_off_never_asks_for_a_profile(make_study):
 
 def test_profile_pareto_reruns_each_front_trial_once_without_its_curve(make_study):
     runner = FakeRunner(make=profiled_result)
-    study = make_study(runner=runner, profile="pareto")
+    study = make_study(runner=runner, profile_mode="pareto")
     enqueue(study, A, C, D)
     seen: list[int] = []
     study.on_profile(lambda number, entry: seen.append(number))
@@ -1308,7 +1302,7 @@ def test_a_failing_profile_rerun_is_stored_and_the_study_goes_on(make_study):
     runner = FakeRunner(
         make=profiled_result, fail=lambda config, settings: settings.profile_dir is not None
     )
-    study = make_study(runner=runner, profile="pareto")
+    study = make_study(runner=runner, profile_mode="pareto")
     enqueue(study, C)
 
     study.optimize(n_trials=1)
@@ -1321,11 +1315,11 @@ def test_a_failing_profile_rerun_is_stored_and_the_study_goes_on(make_study):
 
 def test_profile_mode_is_checked_and_is_not_part_of_the_identity(make_study):
     with pytest.raises(ConfigError, match=r"profile must be one of all, pareto, off.*'sometimes'"):
-        make_study(profile="sometimes")
-    first = make_study(profile="off")
+        make_study(profile_mode="sometimes")
+    first = make_study(profile_mode="off")
     enqueue(first, A)
     first.optimize(n_trials=1)
 
-    resumed = make_study(profile="all")  # no mismatch: profiling never changes a measurement
+    resumed = make_study(profile_mode="all")  # no mismatch: profiling never changes a measurement
 
     assert resumed.optuna.user_attrs[IDENTITY_KEY] == first.optuna.user_attrs[IDENTITY_KEY]

@@ -115,7 +115,7 @@ def run_isolated(
         command = [
             sys.executable,
             "-m",
-            "autotune._trial_process",
+            "autotune.trial.process",
             str(request_path),
             str(result_path),
             str(os.getpid()),

@@ -1,4 +1,4 @@
-"""Entry point of a trial process: ``python -m autotune._trial_process REQUEST RESULT PARENT_PID``.
+"""Entry point of a trial process: ``python -m autotune.trial.process REQUEST RESULT PARENT_PID``.
 
 Reads the request (experiment reference, config, settings) from REQUEST, runs the trial and writes
 a JSON outcome to RESULT atomically: ``{"status": "ok", "result": ...}``, ``{"status": "failed",
@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
     settings = RunSettings.from_dict(request["settings"])
     try:
         experiment = load_experiment(request["experiment"])
-        from autotune.runner import classify_exception, run_trial
+        from autotune.trial.runner import classify_exception, run_trial
 
         try:
             result = run_trial(experiment, config, settings)

@@ -1,0 +1,24 @@
+"""Studies: the search loop and what it delegates to.
+
+:class:`Study` (:mod:`autotune.study.study`) orchestrates; the baseline and noise floor
+(:mod:`~autotune.study.baseline`), the identity a study refuses to mix
+(:mod:`~autotune.study.identity`), crash recovery (:mod:`~autotune.study.recovery`), outcomes
+known before a trial runs (:mod:`~autotune.study.prediction`) and the Pareto front's profiling
+re-runs (:mod:`~autotune.study.profiling`) each have a module. No TensorFlow here.
+"""
+
+from __future__ import annotations
+
+from autotune.exceptions import StudyError
+from autotune.storage import DEFAULT_STORAGE
+from autotune.study.study import DEFAULT_TOLERANCE, Study, TrialRunner, isolated_runner, load_study
+
+__all__ = [
+    "DEFAULT_STORAGE",
+    "DEFAULT_TOLERANCE",
+    "Study",
+    "StudyError",
+    "TrialRunner",
+    "isolated_runner",
+    "load_study",
+]

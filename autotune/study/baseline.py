@@ -1,0 +1,77 @@
+"""The baseline and its noise floor, stored in the study (:data:`autotune.schema.BASELINE_KEY`).
+
+The baseline is the experiment's float32, no-XLA configuration at its base batch size, run with
+each of :data:`autotune.schema.BASELINE_SEEDS`: seed 0 with throughput (trials are compared with
+its speed and its curve), the others curve only. The mean distance between the seeds' curves is
+the noise floor that fidelity is measured in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import optuna
+
+from autotune.fidelity import NoiseFloor, noise_floor
+from autotune.measure import Estimate
+from autotune.result import RunResult
+from autotune.schema import BASELINE_KEY, BASELINE_SEEDS
+
+#: Runs the baseline with one seed: seed -> RunResult; raises StudyError when it fails.
+SeedRunner = Callable[[int], RunResult]
+#: A validation curve as (samples seen, validation loss) pairs.
+Curve = list[tuple[float, float]]
+
+
+def stored(study: optuna.Study) -> dict[str, Any]:
+    """The stored baseline: config, per-seed results, noise floor (``{"runs": {}}`` before it
+    runs)."""
+    return dict(study.user_attrs.get(BASELINE_KEY) or {"runs": {}})
+
+
+def curve_of(result: dict[str, Any]) -> Curve:
+    """A stored RunResult's validation curve."""
+    return [(p["samples"], p["val_loss"]) for p in result["curve"]]
+
+
+def ensure(
+    study: optuna.Study,
+    config: dict[str, Any],
+    run: SeedRunner,
+    on_run: Callable[[int, RunResult], None] | None = None,
+) -> None:
+    """Runs the baseline seeds not stored yet with ``run`` and stores the noise floor. Each run
+    is stored as soon as it ends, so a crash loses at most the run in progress."""
+    baseline = stored(study)
+    runs: dict[str, Any] = dict(baseline.get("runs", {}))
+    for seed in BASELINE_SEEDS:
+        if str(seed) in runs:
+            continue
+        result = run(seed)
+        runs[str(seed)] = result.to_dict()
+        baseline["runs"] = runs
+        baseline["config"] = config
+        study.set_user_attr(BASELINE_KEY, baseline)
+        if on_run is not None:
+            on_run(seed, result)
+    if "noise_floor" not in baseline:
+        curves = [curve_of(runs[str(seed)]) for seed in BASELINE_SEEDS]
+        baseline["noise_floor"] = noise_floor(curves).to_dict()
+        study.set_user_attr(BASELINE_KEY, baseline)
+
+
+def reference(study: optuna.Study) -> tuple[Estimate, Curve, NoiseFloor]:
+    """What a trial is scored against: seed 0's throughput (samples/s) and curve, and the noise
+    floor."""
+    baseline = stored(study)
+    main = baseline["runs"][str(BASELINE_SEEDS[0])]
+    floor = baseline["noise_floor"]
+    return (
+        Estimate(**main["throughput"]),
+        curve_of(main),
+        NoiseFloor(floor["value"], floor["measured"], tuple(floor["pairs"])),
+    )
+
+
+__all__ = ["Curve", "SeedRunner", "curve_of", "ensure", "reference", "stored"]

@@ -1,0 +1,123 @@
+"""A study's identity: what it refuses to mix on resume, and the ledger of allowed mismatches.
+
+The identity (experiment, space digest, measurement digest, objectives, tolerance, hardware
+fingerprint, TensorFlow and Keras versions) is stored when a study is created
+(:data:`autotune.schema.IDENTITY_KEY`), beside its provenance (:data:`autotune.schema.INFO_KEY`).
+Resuming with another identity is refused, naming each difference, unless allowed; an allowed
+mismatch is recorded (:data:`autotune.schema.MISMATCHES_KEY`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from typing import Any
+
+import optuna
+
+from autotune import hardware
+from autotune.config import RunSettings
+from autotune.exceptions import ConfigError
+from autotune.experiment import Experiment
+from autotune.schema import DIRECTIONS, IDENTITY_KEY, INFO_KEY, MISMATCHES_KEY, OBJECTIVES
+from autotune.space import SearchSpace
+from autotune.storage import quiet_experimental
+
+#: RunSettings fields that a study sets per run; the others decide how every trial is measured.
+PER_RUN_SETTINGS = (
+    "seed",
+    "measure_throughput",
+    "curve",
+    "stop_below_samples_per_second",
+    "profile_dir",
+    "profile_steps",
+)
+
+
+def measurement(settings: RunSettings) -> dict[str, Any]:
+    """The settings that decide how every trial is measured (:data:`PER_RUN_SETTINGS` left out)."""
+    return {k: v for k, v in settings.to_dict().items() if k not in PER_RUN_SETTINGS}
+
+
+def identity(
+    experiment: Experiment, space: SearchSpace, tolerance: float, settings: RunSettings
+) -> dict[str, Any]:
+    """What a study made with these inputs on this machine must match to be resumed."""
+    versions = hardware.versions()
+    digest = json.dumps(measurement(settings), sort_keys=True).encode()
+    return {
+        "experiment": experiment.name,
+        "space": space.digest(),
+        "measurement": hashlib.sha256(digest).hexdigest()[:16],
+        "objectives": [f"{name}:{d}" for name, d in zip(OBJECTIVES, DIRECTIONS, strict=True)],
+        "tolerance": tolerance,
+        "hardware": hardware.fingerprint(),
+        "tensorflow": versions.get("tensorflow", ""),
+        "keras": versions.get("keras", ""),
+    }
+
+
+def differences(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """'key: stored X, now Y' for every key whose value differs."""
+    return [
+        f"{key}: stored {stored.get(key)!r}, now {current.get(key)!r}"
+        for key in sorted(set(stored) | set(current))
+        if stored.get(key) != current.get(key)
+    ]
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def record(
+    study: optuna.Study,
+    current: dict[str, Any],
+    *,
+    reference: str,
+    space: SearchSpace,
+    settings: RunSettings,
+) -> None:
+    """Stores a new study's identity, objective names and provenance."""
+    with quiet_experimental():
+        study.set_metric_names(list(OBJECTIVES))
+    study.set_user_attr(IDENTITY_KEY, current)
+    study.set_user_attr(
+        INFO_KEY,
+        {
+            "experiment_reference": reference,
+            "space": space.to_dict(),
+            "space_source": space.source,
+            "settings": measurement(settings),
+            "hardware": hardware.hardware(),
+            "versions": hardware.versions(),
+            "created": _now(),
+        },
+    )
+
+
+def check(
+    study: optuna.Study,
+    current: dict[str, Any],
+    *,
+    storage_url: str,
+    allow_mismatch: bool,
+    ledger: bool,
+) -> None:
+    """Refuses a stored identity other than ``current`` unless ``allow_mismatch``; with
+    ``ledger``, an allowed mismatch is appended to the study's record of them."""
+    found = differences(study.user_attrs[IDENTITY_KEY], current)
+    if found and not allow_mismatch:
+        raise ConfigError(
+            f"study {study.study_name!r} in {storage_url!r} was made with different settings "
+            f"({'; '.join(found)}); resuming would mix incomparable results. Use "
+            "another --study name, or --allow-mismatch to resume anyway"
+        )
+    if found and ledger:
+        allowed = list(study.user_attrs.get(MISMATCHES_KEY, []))
+        allowed.append({"when": dt.datetime.now(dt.timezone.utc).isoformat(), "differences": found})
+        study.set_user_attr(MISMATCHES_KEY, allowed)
+
+
+__all__ = ["PER_RUN_SETTINGS", "check", "differences", "identity", "measurement", "record"]

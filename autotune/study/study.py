@@ -1,0 +1,463 @@
+"""The study: orchestration only. Baseline first, then trials scored on throughput and fidelity.
+
+A study runs the experiment's baseline (:mod:`autotune.study.baseline`), then asks Optuna for
+configurations. Each trial is measured in its own process; its throughput (samples/s, maximised)
+and fidelity distance (minimised) are the two named objectives, and ``fidelity - tolerance <= 0``
+is an Optuna constraint. A trial confidently slower than the baseline is stopped before its curve
+and recorded as pruned; a duplicate of a measured configuration reuses its measurement, and one
+predicted to run out of memory is pruned without running (:mod:`autotune.study.prediction`).
+Running the same study again resumes it (:mod:`autotune.study.identity`,
+:mod:`autotune.study.recovery`). No TensorFlow here: trials run through :mod:`autotune.trial`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from autotune.config import RunSettings, TrialConfig
+from autotune.exceptions import ConfigError, StudyError, TrialFailure
+from autotune.experiment import Experiment, load_experiment, reference_of
+from autotune.fidelity import fidelity_distance
+from autotune.profile import check_mode
+from autotune.recipe import Recipe
+from autotune.records import StudyRecords, TrialRow, profile_reruns, read_records, row_of
+from autotune.result import RunResult
+from autotune.schema import (
+    BASELINE_SEEDS,
+    CONFIG_ATTR,
+    DIRECTIONS,
+    DUPLICATE_OF_ATTR,
+    FAILURE_ATTR,
+    FIDELITY_ATTR,
+    IDENTITY_KEY,
+    INFO_KEY,
+    INTERRUPTED_FAILURE,
+    LOG_DIR_ATTR,
+    PRUNED_REASON_ATTR,
+    RESULT_ATTR,
+    THROUGHPUT_ATTR,
+    WORKER_ATTR,
+)
+from autotune.space import SearchSpace, resolve_space, space_from_dict
+from autotune.storage import (
+    DEFAULT_STORAGE,
+    open_storage,
+    pick_study_name,
+    quiet_experimental,
+    sqlite_path,
+)
+from autotune.study import baseline, identity, prediction, recovery
+from autotune.study.profiling import ProfileListener, profile_front
+
+DEFAULT_TOLERANCE = 1.5
+MAX_CONSECUTIVE_FAILURES = 5
+
+#: Runs one trial: (experiment reference, config, settings, log folder) -> RunResult.
+TrialRunner = Callable[[str, TrialConfig, RunSettings, Path | None], RunResult]
+
+
+def isolated_runner(
+    reference: str, config: TrialConfig, settings: RunSettings, log_dir: Path | None
+) -> RunResult:
+    """The real runner: one trial in a fresh process (imports the trial package lazily)."""
+    from autotune.trial.isolation import run_isolated
+
+    return run_isolated(reference, config, settings, log_dir=log_dir)
+
+
+class Study:
+    """A multi-objective search over an experiment's performance settings, stored in Optuna.
+
+    Args:
+        experiment: an :class:`Experiment` (defined at the top level of a module or file) or a
+            reference such as ``"experiments/digits_cnn.py"``.
+        space: a :class:`SearchSpace`, a TOML file path or a bundled space's name ("quick").
+        storage: an Optuna storage URL; SQLite by default.
+        study_name: defaults to "<experiment>-<space>".
+        tolerance: largest fidelity distance a configuration may have, in units of the seed
+            noise floor (1.0 = as different as a re-run with another seed).
+        settings: measurement settings; the space's [measure] overrides apply on top.
+        read_only: open a stored study to read it (what ``load_study`` does): an identity that
+            differs (another machine, other library versions) is neither refused nor recorded
+            until :meth:`optimize` is called, which then refuses it.
+        allow_mismatch: resume even if the stored study was made with another experiment,
+            space, objectives, tolerance, hardware or library versions.
+        seed: seed of the sampler; on resume it is offset by the trials already stored, so the
+            sampler does not replay its earlier draws.
+        runner: runs one trial; the default runs it in a fresh process.
+        log_root: folder for per-trial logs and profiles; defaults to ``autotune_logs/<study>``
+            beside an SQLite database, else in the current folder. ``tensorboard --logdir`` on it
+            shows each profiled trial as a run (``trial_<n>``, ``baseline_seed_0``).
+        profile_mode: "all" profiles one steady window of every trial and of the baseline;
+            "pareto" re-runs the Pareto-front trials with profiling when :meth:`optimize` ends
+            (see :meth:`profile_pareto`); "off" never profiles. Profiling happens after the
+            timed windows, so it never changes a throughput figure; it is not part of the
+            study's identity and may differ between runs of the same study.
+        max_consecutive_failures: stop after this many failed trials in a row.
+    """
+
+    def __init__(
+        self,
+        experiment: Experiment | str,
+        space: SearchSpace | str | Path = "quick",
+        storage: str = DEFAULT_STORAGE,
+        study_name: str | None = None,
+        *,
+        tolerance: float = DEFAULT_TOLERANCE,
+        settings: RunSettings | None = None,
+        allow_mismatch: bool = False,
+        read_only: bool = False,
+        seed: int = 0,
+        runner: TrialRunner | None = None,
+        log_root: str | Path | None = None,
+        profile_mode: str = "all",
+        max_consecutive_failures: int = MAX_CONSECUTIVE_FAILURES,
+    ) -> None:
+        self.profile_mode = check_mode(profile_mode)
+        if not isinstance(tolerance, (int, float)) or isinstance(tolerance, bool) or tolerance <= 0:
+            raise ConfigError(f"tolerance must be a number > 0. Received: tolerance={tolerance!r}")
+        self.reference = reference_of(experiment)
+        self.experiment = load_experiment(experiment) if isinstance(experiment, str) else experiment
+        self.space = resolve_space(space)
+        self.settings = self.space.run_settings(settings)
+        self.tolerance = float(tolerance)
+        self.storage_url = storage
+        self.name = study_name or f"{self.experiment.name}-{self.space.name}"
+        self.runner: TrialRunner = runner or isolated_runner
+        self.max_consecutive_failures = max_consecutive_failures
+        self._storage = open_storage(storage, stale_trial_callback=recovery.RetryInterrupted())
+        self.optuna, is_new = self._create(seed)
+        self.read_only = read_only
+        self._identity(allow_mismatch or read_only, is_new=is_new)
+        self.log_root = Path(log_root or self._default_log_root()).resolve()
+        self._listeners: list[Callable[[TrialRow], None]] = []
+        self._on_profile: ProfileListener | None = None
+
+    # ----------------------------------------------------------------- storage and identity
+    def _create(self, seed: int) -> tuple[optuna.Study, bool]:
+        """The Optuna study (created or loaded) and whether it is new. The sampler's seed is
+        offset by the trials stored, so a resumed study does not replay its earlier draws."""
+        try:
+            stored = len(optuna.load_study(study_name=self.name, storage=self._storage).trials)
+            is_new = False
+        except KeyError:
+            stored, is_new = 0, True
+        with quiet_experimental():
+            sampler = optuna.samplers.TPESampler(
+                seed=seed + stored, n_startup_trials=5, multivariate=True, group=True
+            )
+            study = optuna.create_study(
+                storage=self._storage,
+                study_name=self.name,
+                directions=list(DIRECTIONS),
+                sampler=sampler,
+                load_if_exists=True,
+            )
+        return study, is_new
+
+    def _default_log_root(self) -> Path:
+        database = sqlite_path(self.storage_url)
+        parent = database.resolve().parent if database else Path.cwd()
+        return parent / "autotune_logs" / self.name
+
+    def _identity(self, allow_mismatch: bool, is_new: bool) -> None:
+        current = identity.identity(self.experiment, self.space, self.tolerance, self.settings)
+        if is_new or IDENTITY_KEY not in self.optuna.user_attrs:
+            identity.record(
+                self.optuna,
+                current,
+                reference=self.reference,
+                space=self.space,
+                settings=self.settings,
+            )
+            return
+        identity.check(
+            self.optuna,
+            current,
+            storage_url=self.storage_url,
+            allow_mismatch=allow_mismatch,
+            ledger=not self.read_only,
+        )
+
+    # ----------------------------------------------------------------- events
+    def add_listener(self, listener: Callable[[TrialRow], None]) -> None:
+        """Calls ``listener`` with a :class:`~autotune.records.TrialRow` after every finished
+        trial."""
+        self._listeners.append(listener)
+
+    def on_profile(self, listener: ProfileListener) -> None:
+        """Calls ``listener(trial_number, entry)`` for each Pareto re-run profile stored by
+        :meth:`optimize` in "pareto" mode."""
+        self._on_profile = listener
+
+    # ----------------------------------------------------------------- baseline
+    @property
+    def baseline_config(self) -> TrialConfig:
+        return TrialConfig.baseline(self.experiment.base_batch_size)
+
+    def ensure_baseline(self, on_run: Callable[[int, RunResult], None] | None = None) -> None:
+        """Runs the baseline seeds not stored yet (seed 0 with throughput, others curve only)
+        and stores the noise floor. Each run is stored as soon as it ends."""
+        baseline.ensure(self.optuna, self.baseline_config.to_dict(), self._run_baseline, on_run)
+
+    def _run_baseline(self, seed: int) -> RunResult:
+        log_dir = self.log_root / f"baseline_seed_{seed}"
+        settings = self.settings.replace(
+            seed=seed,
+            measure_throughput=seed == BASELINE_SEEDS[0],
+            curve=True,
+            stop_below_samples_per_second=None,
+            profile_dir=self._profile_dir(log_dir),
+        )
+        try:
+            return self.runner(self.reference, self.baseline_config, settings, log_dir)
+        except TrialFailure as failure:
+            raise StudyError(
+                f"the baseline (seed {seed}) failed ({failure.kind}): {failure.message}; "
+                f"a study needs a working baseline. Its log: {log_dir / 'trial.log'}\n"
+                f"{failure.log_tail}"
+            ) from failure
+
+    def baseline(self) -> dict[str, Any]:
+        """The stored baseline: config, per-seed results, noise floor (empty before it runs)."""
+        return baseline.stored(self.optuna)
+
+    def _profile_dir(self, log_dir: Path) -> str | None:
+        return str(log_dir) if self.profile_mode == "all" else None
+
+    # ----------------------------------------------------------------- one trial
+    def _objective(self, trial: optuna.Trial) -> tuple[float, float]:
+        trial.set_user_attr(WORKER_ATTR, recovery.this_worker())  # first: see fail_orphans
+        trial.set_user_attr(FAILURE_ATTR, None)
+        config = self.space.sample(trial, self.experiment.base_batch_size)
+        trial.set_user_attr(CONFIG_ATTR, config.to_dict())
+        duplicate = prediction.measured_duplicate(self.optuna, trial.number, config)
+        if duplicate is not None:
+            return _reuse(trial, duplicate)
+        oom = prediction.out_of_memory_at_most(self.optuna, config)
+        if oom is not None:
+            _prune(trial, prediction.predicted_oom_reason(oom))
+        result = self._measure(trial, config)
+        return self._score(trial, result)
+
+    def _measure(self, trial: optuna.Trial, config: TrialConfig) -> RunResult:
+        """Runs the trial with the early stop at the baseline's lower bound; records a failure
+        with its kind before it propagates."""
+        baseline_throughput = baseline.reference(self.optuna)[0]
+        log_dir = self.log_root / f"trial_{trial.number}"
+        settings = self.settings.replace(
+            seed=BASELINE_SEEDS[0],
+            stop_below_samples_per_second=baseline_throughput.low,
+            profile_dir=self._profile_dir(log_dir),
+        )
+        trial.set_user_attr(LOG_DIR_ATTR, str(log_dir))
+        try:
+            return self.runner(self.reference, config, settings, log_dir)
+        except TrialFailure as failure:
+            trial.set_user_attr(FAILURE_ATTR, failure.to_dict())
+            raise
+        except ConfigError as error:  # the experiment is broken: recorded, then the study stops
+            trial.set_user_attr(
+                FAILURE_ATTR, {"kind": "exception", "message": str(error), "log_tail": ""}
+            )
+            raise
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the trial process is already stopped
+            trial.set_user_attr(FAILURE_ATTR, INTERRUPTED_FAILURE)
+            raise
+
+    def _score(self, trial: optuna.Trial, result: RunResult) -> tuple[float, float]:
+        """Stores the result and returns (throughput median, fidelity); prunes a trial stopped
+        early or without a throughput."""
+        trial.set_user_attr(RESULT_ATTR, _compact(result))
+        if result.throughput is not None:
+            trial.set_user_attr(THROUGHPUT_ATTR, result.throughput.to_dict())
+        if result.stopped_early is not None or result.throughput is None:
+            return _prune(trial, result.stopped_early or "throughput was not measured")
+        _, baseline_curve, floor = baseline.reference(self.optuna)
+        try:
+            fidelity = fidelity_distance(
+                [(p.samples, p.val_loss) for p in result.curve], baseline_curve, floor
+            )
+        except ValueError as error:
+            unscored = TrialFailure("exception", f"fidelity cannot be computed: {error}")
+            trial.set_user_attr(FAILURE_ATTR, unscored.to_dict())
+            raise unscored from error
+        trial.set_user_attr(FIDELITY_ATTR, fidelity)
+        trial.set_constraint("fidelity", fidelity - self.tolerance)
+        return result.throughput.median, fidelity
+
+    # ----------------------------------------------------------------- the loop
+    def optimize(self, n_trials: int | None = None, timeout: float | None = None) -> None:
+        """Runs the baseline if needed, then trials until the study holds ``n_trials`` finished
+        trials (baseline runs not counted) or ``timeout`` seconds have passed.
+
+        Running it again with the same ``n_trials`` completes the remainder: completed trials
+        are kept, configurations already measured are not re-run, and a trial interrupted by a
+        crash of this process is failed and retried once with the same parameters.
+        """
+        if n_trials is not None and (not isinstance(n_trials, int) or n_trials < 0):
+            raise ConfigError(f"n_trials must be an integer >= 0. Received: n_trials={n_trials!r}")
+        if n_trials is None and timeout is None:
+            raise ConfigError("give n_trials or timeout (or both); otherwise the study never ends")
+        if self.read_only:  # opened to read; adding trials needs the same identity
+            self.read_only = False
+            self._identity(allow_mismatch=False, is_new=False)
+        started = time.monotonic()
+        recovery.fail_orphans(self.optuna, self._storage)
+        recovery.retry_interrupted(self.optuna)
+        self.ensure_baseline()
+        consecutive_failures = 0
+        while n_trials is None or self.finished_count() < n_trials:
+            if timeout is not None and time.monotonic() - started >= timeout:
+                break
+            if self._exhausted():
+                break
+            for row in self._run_one():
+                consecutive_failures = consecutive_failures + 1 if row.state == "failed" else 0
+                for listener in self._listeners:
+                    listener(row)
+                if consecutive_failures >= self.max_consecutive_failures:
+                    raise StudyError(
+                        f"{consecutive_failures} trials in a row failed (last: trial "
+                        f"{row.number}, {row.failure_kind}: {row.reason}); stopping. "
+                        "Check the experiment with 'autotune trial'"
+                    )
+        if self.profile_mode == "pareto":
+            self.profile_pareto(on_profile=self._on_profile)
+
+    def _run_one(self) -> list[TrialRow]:
+        """Runs one Optuna trial; returns the trials that finished (one, or none when stopped)."""
+        finished: list[FrozenTrial] = []
+        with quiet_experimental():
+            self.optuna.optimize(
+                self._objective,
+                n_trials=1,
+                catch=(TrialFailure,),
+                callbacks=[lambda _study, trial: finished.append(trial)],
+                gc_after_trial=False,
+            )
+        return [row_of(trial) for trial in finished]
+
+    def _exhausted(self) -> bool:
+        measured = {
+            tuple(sorted(r.config.to_dict().items()))
+            for r in self.records()
+            if r.config is not None and r.counts
+        }
+        return len(measured) >= self.space.size()
+
+    def profile_pareto(
+        self, on_profile: ProfileListener | None = None
+    ) -> dict[int, dict[str, Any]]:
+        """Re-runs each Pareto-front trial that has no profile yet, with profiling and without
+        its curve, and stores what the profile says in the study (``autotune_profile:<n>``); the
+        trial's own throughput and fidelity stay as measured. A re-run that fails is stored with
+        its failure and not retried; it never stops the study.
+
+        Returns the stored entries by trial number; ``on_profile(number, entry)`` is called as
+        each is stored.
+        """
+        return profile_front(
+            self.optuna, self.pareto_front(), self._profiling_rerun, self.log_root, on_profile
+        )
+
+    def _profiling_rerun(self, config: TrialConfig, log_dir: Path) -> RunResult:
+        settings = self.settings.replace(
+            seed=BASELINE_SEEDS[0],
+            curve=False,
+            stop_below_samples_per_second=None,
+            profile_dir=str(log_dir),
+        )
+        return self.runner(self.reference, config, settings, log_dir / "rerun")
+
+    # ----------------------------------------------------------------- queries
+    def records(self) -> list[TrialRow]:
+        """Every trial of the study, oldest first, with its Pareto re-run profile merged in."""
+        reruns = profile_reruns(self.optuna.user_attrs)
+        return [row_of(t, reruns) for t in self.optuna.get_trials(deepcopy=False)]
+
+    def finished_count(self) -> int:
+        """Trials that count towards ``n_trials``: complete, pruned, and failed except those
+        interrupted (an interrupted trial is retried instead). The baseline runs do not count."""
+        return sum(row.counts for row in self.records())
+
+    def pareto_front(self) -> list[TrialRow]:
+        """Feasible trials that neither another trial nor the baseline beats on both throughput
+        and fidelity, fastest first (see :func:`autotune.records.pareto_front`)."""
+        return self._stored().pareto()
+
+    def best(self, max_fidelity: float | None = None) -> Recipe:
+        """The fastest measured configuration with fidelity <= ``max_fidelity`` (default: the
+        study's tolerance) that beats the baseline; the baseline itself, with a note saying so,
+        when none does."""
+        return self._stored().best(self.tolerance if max_fidelity is None else max_fidelity)
+
+    def _stored(self) -> StudyRecords:
+        return read_records(self._storage, self.storage_url, self.name)
+
+
+def _reuse(trial: optuna.Trial, duplicate: FrozenTrial) -> tuple[float, float]:
+    """Trial ``trial`` duplicates the measured ``duplicate``: its measurement is reused (a
+    pruned one is pruned again, with the reason)."""
+    trial.set_user_attr(DUPLICATE_OF_ATTR, duplicate.number)
+    if duplicate.state == TrialState.PRUNED:
+        earlier = duplicate.user_attrs.get(PRUNED_REASON_ATTR)
+        _prune(trial, f"same configuration as trial {duplicate.number}: {earlier}")
+    for key in (THROUGHPUT_ATTR, FIDELITY_ATTR, RESULT_ATTR):
+        trial.set_user_attr(key, duplicate.user_attrs.get(key))
+    for key, value in duplicate.constraints.items():
+        trial.set_constraint(key, value)
+    throughput, fidelity = duplicate.values
+    return throughput, fidelity
+
+
+def _prune(trial: optuna.Trial, reason: str) -> NoReturn:
+    """Records why and prunes the trial (raises optuna.TrialPruned)."""
+    trial.set_user_attr(PRUNED_REASON_ATTR, reason)
+    raise optuna.TrialPruned(reason)
+
+
+def _compact(result: RunResult) -> dict[str, Any]:
+    """What a trial keeps of its RunResult in the storage (everything but the config, which is
+    stored on its own)."""
+    data = result.to_dict()
+    data.pop("config", None)
+    return data
+
+
+def load_study(
+    storage: str = DEFAULT_STORAGE,
+    study_name: str | None = None,
+    *,
+    runner: TrialRunner | None = None,
+) -> Study:
+    """Opens a stored study with the experiment and space it was made with.
+
+    With ``study_name`` None, the storage must hold exactly one study.
+    """
+    probe = open_storage(storage, must_exist=True)
+    name = pick_study_name(probe, storage, study_name)
+    stored = optuna.load_study(study_name=name, storage=probe)
+    info = stored.user_attrs.get(INFO_KEY)
+    if not info or not stored.user_attrs.get(IDENTITY_KEY):
+        raise ConfigError(f"--study {name!r} in {storage!r} was not made by autotune")
+    space = space_from_dict(info["space"], source=info.get("space_source", "<stored space>"))
+    return Study(
+        info["experiment_reference"],
+        space,
+        storage,
+        name,
+        tolerance=stored.user_attrs[IDENTITY_KEY]["tolerance"],
+        settings=RunSettings().replace(**info.get("settings", {})),
+        runner=runner,
+        read_only=True,
+    )
+
+
+__all__ = ["DEFAULT_TOLERANCE", "Study", "TrialRunner", "isolated_runner", "load_study"]

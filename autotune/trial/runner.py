@@ -1,0 +1,635 @@
+"""One trial, in-process: the only place that trains.
+
+:func:`run_trial` sets the dtype policy before the model is built, keeps the output layer in
+float32 under mixed precision, compiles with the trial's ``jit_compile``, warms up until step times
+stop falling, times whole-step windows (samples/s), then restores the initial weights and trains a
+fixed sample budget with validation loss at fixed checkpoints (the fidelity curve). Between the
+timed windows and the curve, and outside both, it may profile one more window under the
+TensorBoard profiler (steps wrapped in step markers, read with XProf) and time the same steps fed
+one cached batch (input ablation). Call it in a fresh process (see
+:mod:`autotune.trial.isolation`): the dtype policy and XLA's caches are process state.
+"""
+
+from __future__ import annotations
+
+import math
+import resource
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from autotune import hardware
+from autotune.config import RunSettings, TrialConfig
+from autotune.exceptions import ExperimentError, TrialFailure
+from autotune.experiment import Experiment
+from autotune.measure import (
+    Estimate,
+    InputAblation,
+    WarmupDetector,
+    confidently_below,
+    steps_per_window,
+    summarize,
+)
+from autotune.profile import ProfileError, ProfileSummary, analyse
+from autotune.recompilation import Recompilation, detect
+from autotune.result import CurvePoint, RunResult
+from autotune.trial.pipeline import (
+    PipelineSettings,
+    dynamic_dimensions,
+    training_pipeline,
+    validation_pipeline,
+)
+
+
+class _Stopwatch:
+    """Wall time (seconds) since it was made."""
+
+    def __init__(self) -> None:
+        self._start = time.perf_counter()
+
+    def seconds(self) -> float:
+        """Seconds since the stopwatch was made."""
+        return time.perf_counter() - self._start
+
+
+@contextmanager
+def _timed(phases: dict[str, float], phase: str) -> Iterator[None]:
+    """Records the seconds the block takes as ``phases[phase]``, once the block finishes."""
+    clock = _Stopwatch()
+    yield
+    phases[phase] = clock.seconds()
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """A compiled model ready to train, its data, its state at the start and what took effect."""
+
+    model: keras.Model
+    train_data: tf.data.Dataset
+    validation_data: tf.data.Dataset
+    train_examples: int | None
+    state: list[Any]
+    initial: list[Any]
+    effective: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _WarmUp:
+    """The warm-up's steps, the steady step time and the first step's extra time (compilation),
+    both in seconds."""
+
+    steps: int = 0
+    steady_step_seconds: float = 0.0
+    compile_seconds: float = 0.0
+
+
+@dataclass
+class _Windows:
+    """The timed windows: each one's samples/s, steps per window, each step's seconds, the
+    throughput estimate (samples/s) and why timing stopped early, if it did."""
+
+    samples_per_second: list[float] = field(default_factory=list)
+    steps: int = 0
+    step_seconds: list[float] = field(default_factory=list)
+    throughput: Estimate | None = None
+    stopped_early: str | None = None
+
+
+@dataclass
+class _Speed:
+    """What the throughput phases measure; the defaults stand for the phases that do not run."""
+
+    warmup: _WarmUp = field(default_factory=_WarmUp)
+    windows: _Windows = field(default_factory=_Windows)
+    recompilation: Recompilation | None = None
+    profile: ProfileSummary | None = None
+    profile_error: str | None = None
+    ablation: InputAblation | None = None
+
+
+@dataclass(frozen=True)
+class _Curve:
+    """The validation curve's points and the metrics of its last evaluation."""
+
+    points: list[CurvePoint] = field(default_factory=list)
+    final_metrics: dict[str, float] = field(default_factory=dict)
+
+
+class _Trainer:
+    """Runs training steps of a compiled model from one iterator, checking the loss.
+
+    With ``xla_compiles`` the first step is where XLA compiles the training step, so an error
+    there is reported as an XLA compilation failure.
+    """
+
+    def __init__(self, model: keras.Model, dataset: tf.data.Dataset, xla_compiles: bool) -> None:
+        self.model = model
+        self.iterator = iter(dataset)
+        self.xla_compiles = xla_compiles
+        self.steps = 0
+        model.make_train_function()
+        self._step: Callable[[Any], dict[str, Any]] = model.train_function
+
+    def run(
+        self,
+        steps: int,
+        phase: str,
+        step_seconds: list[float] | None = None,
+        step_markers: bool = False,
+    ) -> float:
+        """Runs ``steps`` steps and returns the last loss, read back so all work is finished.
+
+        Appends each step's wall time (seconds, as the host saw it) to ``step_seconds`` when
+        given; with ``step_markers`` each step runs inside a profiler step marker, which gives
+        XProf its per-step times.
+        """
+        logs: dict[str, Any] = {}
+        for _ in range(steps):
+            clock = _Stopwatch()
+            if self.xla_compiles and self.steps == 0:
+                try:
+                    logs = self._step(self.iterator)
+                except tf.errors.OpError as error:
+                    raise TrialFailure(
+                        "xla_compile", f"XLA could not compile the training step: {error.message}"
+                    ) from error
+            elif step_markers:
+                with tf.profiler.experimental.Trace("train", step_num=self.steps, _r=1):
+                    logs = self._step(self.iterator)
+            else:
+                logs = self._step(self.iterator)
+            if step_seconds is not None:
+                step_seconds.append(clock.seconds())
+            self.steps += 1
+        loss = float(logs["loss"])
+        if not math.isfinite(loss):
+            raise TrialFailure("nan", f"training loss became {loss} by step {self.steps} ({phase})")
+        return loss
+
+
+def _dtype(tensor: Any) -> str:
+    return str(keras.backend.standardize_dtype(tensor.dtype))
+
+
+def _output_dtypes(model: keras.Model, x: Any) -> list[str]:
+    return [_dtype(t) for t in tf.nest.flatten(model(x, training=False))]
+
+
+class _Float32Output(keras.Model):
+    """Wraps a model whose output layer cannot be set to float32, casting its outputs."""
+
+    def __init__(self, inner: keras.Model) -> None:
+        super().__init__(name=f"{inner.name}_float32_output")
+        self.inner = inner
+
+    def call(self, inputs: Any, training: bool | None = None) -> Any:
+        outputs = self.inner(inputs, training=training)
+        return tf.nest.map_structure(lambda t: keras.ops.cast(t, "float32"), outputs)
+
+
+def ensure_float32_head(model: keras.Model, x: Any) -> tuple[keras.Model, dict[str, Any]]:
+    """Makes the model's outputs float32 under a mixed policy; reports what it found and did.
+
+    Returns the model to train and ``{"output_dtype_found", "head_fixed", "head_fix"}``, where
+    ``head_fix`` is "last_layer" (the last layer's dtype policy set to float32, so its activation
+    computes in float32) or "cast" (outputs cast to float32 by a wrapper).
+    """
+    found = _output_dtypes(model, x)
+    info: dict[str, Any] = {
+        "output_dtype_found": found[0] if len(set(found)) == 1 else found,
+        "head_fixed": False,
+        "head_fix": None,
+    }
+    if all(d == "float32" for d in found):
+        return model, info
+    layers = getattr(model, "layers", [])
+    if layers:
+        last, policy = layers[-1], layers[-1].dtype_policy
+        last.dtype_policy = "float32"
+        if all(d == "float32" for d in _output_dtypes(model, x)):
+            info.update(head_fixed=True, head_fix="last_layer")
+            return model, info
+        last.dtype_policy = policy  # not the output layer after all: leave it as it was
+    wrapped = _Float32Output(model)
+    wrapped(x, training=False)
+    info.update(head_fixed=True, head_fix="cast")
+    return wrapped, info
+
+
+def _build_model(experiment: Experiment) -> keras.Model:
+    model = experiment.model()
+    if model is None:
+        raise ExperimentError(
+            f"Experiment {experiment.name!r}: model() returned None; it must return a keras.Model"
+        )
+    if not isinstance(model, keras.Model):
+        raise ExperimentError(
+            f"Experiment {experiment.name!r}: model() must return a keras.Model. "
+            f"Received: {type(model).__name__}"
+        )
+    return model
+
+
+def _check_output_matches_labels(
+    experiment: Experiment, model: keras.Model, x: Any, y: Any
+) -> None:
+    outputs = model(x, training=False)
+    loss = (
+        keras.losses.get(experiment.loss) if isinstance(experiment.loss, str) else experiment.loss
+    )
+    try:
+        value = loss(y, outputs)
+    except Exception as error:
+        shapes = [tuple(t.shape) for t in tf.nest.flatten(outputs)]
+        raise ExperimentError(
+            f"Experiment {experiment.name!r}: the model's output shape {shapes} does not fit the "
+            f"labels' shape {tuple(y.shape)} for loss {experiment.loss!r}: {error}"
+        ) from error
+    if value is None:
+        raise ExperimentError(f"Experiment {experiment.name!r}: the loss returned None")
+
+
+def _snapshot(variables: list[Any]) -> list[Any]:
+    return [v.numpy() for v in variables]
+
+
+def _restore(variables: list[Any], values: list[Any]) -> None:
+    for variable, value in zip(variables, values, strict=True):
+        variable.assign(value)
+
+
+def _peak_device_bytes() -> int | None:
+    gpus = tf.config.list_logical_devices("GPU")
+    if not gpus:
+        return None
+    return int(sum(tf.config.experimental.get_memory_info(g.name)["peak"] for g in gpus))
+
+
+def _library_facts() -> dict[str, Any]:
+    build = tf.sysconfig.get_build_info()
+    return {
+        "cuda": str(build.get("cuda_version", "")),
+        "cudnn": str(build.get("cudnn_version", "")),
+        "devices": [d.name for d in tf.config.list_logical_devices()],
+        "keras_backend": keras.backend.backend(),
+    }
+
+
+def _model_with_float32_head(
+    experiment: Experiment, train_data: tf.data.Dataset
+) -> tuple[keras.Model, dict[str, Any]]:
+    """Builds the experiment's model, checks it against one training batch and makes its outputs
+    float32 (see :func:`ensure_float32_head`)."""
+    x, y = next(iter(train_data))[:2]
+    model = _build_model(experiment)
+    _check_output_matches_labels(experiment, model, x, y)
+    return ensure_float32_head(model, x)
+
+
+def _compile(
+    experiment: Experiment, config: TrialConfig, model: keras.Model, learning_rate: float
+) -> bool:
+    """Compiles ``model`` with the trial's ``jit_compile`` and builds its optimizer; returns
+    whether Keras wrapped the optimizer in loss scaling."""
+    optimizer = experiment.optimizer(learning_rate)
+    if optimizer is None:
+        raise ExperimentError(
+            f"Experiment {experiment.name!r}: optimizer({learning_rate}) returned None; "
+            "it must return a keras optimizer"
+        )
+    model.compile(
+        optimizer=optimizer,
+        loss=experiment.loss,
+        metrics=list(experiment.metrics),
+        jit_compile=config.jit_compile,
+    )
+    loss_scaling = isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
+    if config.precision == "mixed_float16" and not loss_scaling:
+        raise ExperimentError(
+            f"Experiment {experiment.name!r}: mixed_float16 needs loss scaling, but Keras did not "
+            "wrap the optimizer in a LossScaleOptimizer"
+        )
+    model.optimizer.build(model.trainable_variables)
+    return loss_scaling
+
+
+def _effective(
+    config: TrialConfig,
+    model: keras.Model,
+    learning_rate: float,
+    loss_scaling: bool,
+    pipeline_settings: PipelineSettings,
+    head: dict[str, Any],
+) -> dict[str, Any]:
+    """The settings that took effect: dtype policy, XLA, loss scaling, learning rate, pipeline
+    and output head."""
+    return {
+        "dtype_policy": keras.config.dtype_policy().name,
+        "compute_dtype": keras.config.dtype_policy().compute_dtype,
+        "variable_dtype": keras.config.dtype_policy().variable_dtype,
+        "jit_compile_requested": config.jit_compile,
+        "jit_compile": bool(model.jit_compile),
+        "loss_scaling": loss_scaling,
+        "learning_rate": learning_rate,
+        "pipeline": pipeline_settings.to_dict(),
+        **head,
+    }
+
+
+def _set_up(experiment: Experiment, config: TrialConfig, settings: RunSettings) -> _Setup:
+    """Sets the dtype policy (before the model is built) and the seed, builds the data and the
+    compiled model, and snapshots the model's and optimizer's initial state."""
+    keras.config.set_dtype_policy(config.precision)
+    keras.utils.set_random_seed(settings.seed)
+    train_data, pipeline_settings = training_pipeline(experiment, config, settings.seed)
+    validation_data = validation_pipeline(experiment)
+    model, head = _model_with_float32_head(experiment, train_data)
+    learning_rate = experiment.learning_rate(config.batch_size)
+    loss_scaling = _compile(experiment, config, model, learning_rate)
+    state = list(model.variables) + list(model.optimizer.variables)
+    initial = _snapshot(state)
+    effective = _effective(config, model, learning_rate, loss_scaling, pipeline_settings, head)
+    return _Setup(
+        model,
+        train_data,
+        validation_data,
+        pipeline_settings.train_examples,
+        state,
+        initial,
+        effective,
+    )
+
+
+def run_trial(experiment: Experiment, config: TrialConfig, settings: RunSettings) -> RunResult:
+    """Measures one configuration of ``experiment`` in this process.
+
+    Phases, in order, each one's wall time (seconds) in ``phase_seconds``: setup; with
+    ``measure_throughput``, warm-up and timed windows; then, unless the windows stopped early,
+    the profiled window, the input ablation and the validation curve.
+
+    Raises:
+        ExperimentError: the experiment's model or data are unusable (a configuration error).
+        TrialFailure: the loss became NaN (kind "nan"), or XLA could not compile (kind
+            "xla_compile"). Other exceptions propagate; the trial process classifies them.
+    """
+    trial = _Stopwatch()
+    phases: dict[str, float] = {}
+    with _timed(phases, "setup"):
+        setup = _set_up(experiment, config, settings)
+    speed = _Speed()
+    if settings.measure_throughput:
+        model = setup.model
+        trainer = _Trainer(model, setup.train_data, xla_compiles=bool(model.jit_compile))
+        with _timed(phases, "warmup"):
+            speed.warmup = _warm_up(trainer, settings)
+        with _timed(phases, "windows"):
+            speed.windows = windows = _time_windows(trainer, config, settings, speed.warmup)
+        speed.recompilation = _recompilation(setup, speed)
+        if settings.profile_dir is not None and windows.stopped_early is None:
+            with _timed(phases, "profile"):
+                speed.profile, speed.profile_error = _profile_window(
+                    trainer, config, Path(settings.profile_dir), settings, windows.steps
+                )
+        throughput = windows.throughput
+        if settings.input_ablation and windows.stopped_early is None and throughput is not None:
+            with _timed(phases, "ablation"):
+                speed.ablation = _input_ablation(setup, config, settings, throughput, windows)
+    curve = _Curve()
+    if settings.curve and speed.windows.stopped_early is None:
+        with _timed(phases, "curve"):
+            curve = _train_curve(experiment, config, settings, setup)
+    phases["total"] = trial.seconds()
+    return _result(config, setup, speed, curve, phases)
+
+
+def _timed_window(
+    trainer: _Trainer,
+    steps: int,
+    batch_size: int,
+    phase: str,
+    step_seconds: list[float] | None = None,
+    step_markers: bool = False,
+) -> float:
+    """Resets the model's metrics, runs ``steps`` steps and returns their samples/s."""
+    trainer.model.reset_metrics()
+    clock = _Stopwatch()
+    trainer.run(steps, phase, step_seconds=step_seconds, step_markers=step_markers)
+    return steps * batch_size / clock.seconds()
+
+
+def _warm_up(trainer: _Trainer, settings: RunSettings) -> _WarmUp:
+    """Runs single steps until their times (seconds) stop falling, ``warmup_max_steps`` have run,
+    or ``warmup_max_seconds`` have passed with at least 2 steps run."""
+    clock = _Stopwatch()
+    detector = WarmupDetector(min_steps=settings.warmup_min_steps)
+    while True:
+        step = _Stopwatch()
+        trainer.run(1, "warm-up")
+        detector.add(step.seconds())
+        if detector.steady or trainer.steps >= settings.warmup_max_steps:
+            break
+        if clock.seconds() > settings.warmup_max_seconds and trainer.steps >= 2:
+            break
+    steady = detector.steady_step_seconds
+    return _WarmUp(trainer.steps, steady, max(0.0, detector.step_seconds[0] - steady))
+
+
+def _time_windows(
+    trainer: _Trainer, config: TrialConfig, settings: RunSettings, warmup: _WarmUp
+) -> _Windows:
+    """Times up to ``settings.windows`` windows of whole steps (about ``window_seconds`` each at
+    the steady step time), each in samples/s; stops early when :func:`_early_stop` says so."""
+    steps = steps_per_window(
+        warmup.steady_step_seconds, settings.window_seconds, settings.min_window_steps
+    )
+    windows = _Windows(steps=steps)
+    for _ in range(settings.windows):
+        windows.samples_per_second.append(
+            _timed_window(trainer, steps, config.batch_size, "timed window", windows.step_seconds)
+        )
+        windows.throughput = summarize(windows.samples_per_second)
+        windows.stopped_early = _early_stop(
+            windows.throughput, settings, len(windows.samples_per_second)
+        )
+        if windows.stopped_early is not None:
+            break
+    return windows
+
+
+def _early_stop(throughput: Estimate, settings: RunSettings, windows: int) -> str | None:
+    """Why timing stops after ``windows`` windows: the throughput (samples/s) is confidently below
+    ``stop_below_samples_per_second``; None to go on."""
+    threshold = settings.stop_below_samples_per_second
+    if threshold is None or not confidently_below(throughput, threshold):
+        return None
+    return (
+        f"throughput {throughput.median:.0f} samples/s (95% CI upper "
+        f"{throughput.high:.0f}) is confidently below the baseline's "
+        f"{threshold:.0f} samples/s after {windows} window(s)"
+    )
+
+
+def _recompilation(setup: _Setup, speed: _Speed) -> Recompilation:
+    """Whether XLA recompiled while the windows were timed, from their step times (seconds)."""
+    return detect(
+        speed.windows.step_seconds,
+        speed.warmup.compile_seconds,
+        bool(setup.model.jit_compile),
+        dynamic_dimensions(setup.train_data),
+    )
+
+
+def _profile_window(
+    trainer: _Trainer, config: TrialConfig, log_dir: Path, settings: RunSettings, window_steps: int
+) -> tuple[ProfileSummary | None, str | None]:
+    """Profiles up to ``profile_steps`` (at most one timed window's) training steps, each in a
+    step marker, into ``log_dir`` and reads the profile with XProf. Returns the summary, or None
+    and why there is none: a profile that cannot be captured or read costs the trial its
+    breakdown, never its measurements."""
+    steps = min(window_steps, settings.profile_steps)
+    clock = _Stopwatch()
+    try:
+        tf.profiler.experimental.start(str(log_dir))
+    except tf.errors.OpError as error:  # another profiler session runs in this process
+        return None, f"the profiler could not start: {error.message}"
+    try:
+        samples_per_second = _timed_window(
+            trainer, steps, config.batch_size, "profiled window", step_markers=True
+        )
+    finally:
+        tf.profiler.experimental.stop()
+    try:
+        summary = analyse(log_dir)
+    except ProfileError as error:
+        return None, str(error)
+    return summary.with_capture(clock.seconds(), samples_per_second), None
+
+
+def _input_ablation(
+    setup: _Setup,
+    config: TrialConfig,
+    settings: RunSettings,
+    throughput: Estimate,
+    windows: _Windows,
+) -> InputAblation:
+    """The timed windows' ``throughput`` against the same steps fed one cached batch
+    (samples/s)."""
+    cached = _cached_batch_throughput(
+        setup.model, setup.train_data, config, settings, windows.steps
+    )
+    return InputAblation.of(throughput, cached)
+
+
+def _cached_batch_throughput(
+    model: keras.Model,
+    train_data: tf.data.Dataset,
+    config: TrialConfig,
+    settings: RunSettings,
+    window_steps: int,
+) -> Estimate:
+    """samples/s of the same training steps fed one cached batch, repeated: the speed the model
+    would reach if the input pipeline cost nothing (same shapes, so nothing recompiles)."""
+    trainer = _Trainer(model, train_data.take(1).cache().repeat(), xla_compiles=False)
+    trainer.run(settings.warmup_min_steps, "input ablation warm-up")
+    windows = [
+        _timed_window(trainer, window_steps, config.batch_size, "input ablation")
+        for _ in range(settings.ablation_windows)
+    ]
+    return summarize(windows)
+
+
+def _result(
+    config: TrialConfig, setup: _Setup, speed: _Speed, curve: _Curve, phases: dict[str, float]
+) -> RunResult:
+    """The trial's result, with this process's peak memory (bytes), hardware and versions."""
+    return RunResult(
+        config=config,
+        effective=setup.effective,
+        throughput=speed.windows.throughput,
+        window_samples_per_second=speed.windows.samples_per_second,
+        steps_per_window=speed.windows.steps,
+        warmup_steps=speed.warmup.steps,
+        compile_seconds=speed.warmup.compile_seconds,
+        steady_step_seconds=speed.warmup.steady_step_seconds,
+        curve=curve.points,
+        final_metrics=curve.final_metrics,
+        stopped_early=speed.windows.stopped_early,
+        input_ablation=speed.ablation,
+        profile=speed.profile,
+        profile_error=speed.profile_error,
+        recompilation=speed.recompilation,
+        peak_host_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        peak_device_bytes=_peak_device_bytes(),
+        phase_seconds=phases,
+        hardware={**hardware.hardware(), **_library_facts()},
+        versions=hardware.versions(),
+    )
+
+
+def checkpoint_steps(samples: int, batch_size: int, checkpoints: int) -> list[int]:
+    """Cumulative step counts at which to evaluate: ``checkpoints`` evenly spaced points over
+    ``samples`` training examples, at least one step apart."""
+    steps: list[int] = []
+    for k in range(1, checkpoints + 1):
+        target = round(samples * k / checkpoints / batch_size)
+        steps.append(max(target, steps[-1] + 1 if steps else 1))
+    return steps
+
+
+def _train_curve(
+    experiment: Experiment, config: TrialConfig, settings: RunSettings, setup: _Setup
+) -> _Curve:
+    """Trains from the initial weights on a fixed sample budget; validation loss at checkpoints."""
+    samples = settings.curve_samples or experiment.curve_samples or setup.train_examples
+    if samples is None:
+        raise ExperimentError(
+            f"Experiment {experiment.name!r}: the training data's size is unknown, so set "
+            "curve_samples (training examples in the fidelity curve run)"
+        )
+    model = setup.model
+    _restore(setup.state, setup.initial)
+    model.reset_metrics()
+    keras.utils.set_random_seed(settings.seed)
+    train_data, _ = training_pipeline(experiment, config, settings.seed)
+    trainer = _Trainer(
+        model, train_data, xla_compiles=bool(model.jit_compile) and not settings.measure_throughput
+    )
+    curve: list[CurvePoint] = []
+    metrics: dict[str, float] = {}
+    for step in checkpoint_steps(samples, config.batch_size, settings.checkpoints):
+        trainer.run(step - trainer.steps, "curve")
+        metrics = {
+            name: float(value)
+            for name, value in model.evaluate(
+                setup.validation_data, verbose=0, return_dict=True
+            ).items()
+        }
+        if not math.isfinite(metrics["loss"]):
+            raise TrialFailure(
+                "nan", f"validation loss became {metrics['loss']} after {step} curve steps"
+            )
+        curve.append(CurvePoint(samples=step * config.batch_size, val_loss=metrics["loss"]))
+    return _Curve(curve, metrics)
+
+
+def classify_exception(error: BaseException, config: TrialConfig) -> TrialFailure:
+    """Turns an exception raised by a trial into a :class:`TrialFailure` of the right kind."""
+    if isinstance(error, TrialFailure):
+        return error
+    message = f"{type(error).__name__}: {error}".strip()
+    if isinstance(error, (MemoryError, tf.errors.ResourceExhaustedError)):
+        return TrialFailure("oom", message)
+    text = str(error).lower()
+    if (
+        config.jit_compile
+        and isinstance(error, tf.errors.OpError)
+        and ("xla" in text or "jit" in text or "compil" in text)
+    ):
+        return TrialFailure("xla_compile", message)
+    return TrialFailure("exception", message)
