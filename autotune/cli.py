@@ -36,6 +36,18 @@ def _raise_terminated(signum: int, _frame: Any) -> None:
     raise Terminated(signum)
 
 
+#: The flag that sets each library argument an error can name
+#: (:attr:`autotune.exceptions.ConfigError.argument`).
+FLAGS = {"storage": "--storage", "study_name": "--study", "output": "-o/--output"}
+
+
+def error_message(error: AutotuneError) -> str:
+    """The error's message, naming the flag of the argument at fault where there is one."""
+    if isinstance(error, ConfigError) and error.argument is not None:
+        return error.naming(FLAGS.get(error.argument, error.argument))
+    return str(error)
+
+
 def _handle_errors(command: F) -> F:
     """Turns autotune's errors into a message on stderr and the error's exit code; Ctrl-C and
     SIGTERM stop the running trial and exit 130 or 143 (128 + the signal's number)."""
@@ -46,7 +58,7 @@ def _handle_errors(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except AutotuneError as error:
-            click.echo(f"autotune: error: {error}", err=True)
+            click.echo(f"autotune: error: {error_message(error)}", err=True)
             sys.exit(error.exit_code)
         except KeyboardInterrupt as interrupt:
             number = signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT

@@ -29,9 +29,29 @@ class AutotuneError(Exception):
 
 
 class ConfigError(AutotuneError, ValueError):
-    """Bad user input: the command aborts with this message and exit code 2."""
+    """Bad user input: the command aborts with this message and exit code 2.
+
+    Args:
+        message: what is wrong, ending in what was received.
+        argument: the library argument at fault (for example "storage" or "study_name"), when
+            one is; the message then follows its name: ``str(error)`` is
+            ``"<argument> <message>"``. The CLI shows the flag that sets the argument instead
+            (see :meth:`naming`), so the library itself never names a flag.
+    """
 
     exit_code = 2
+
+    def __init__(self, message: str, *, argument: str | None = None) -> None:
+        self.message = message
+        self.argument = argument
+        super().__init__(self.naming(argument) if argument else message)
+
+    def naming(self, name: str) -> str:
+        """The message after ``name`` (a flag such as "--storage"), or alone without an
+        argument."""
+        if self.argument is None:
+            return self.message
+        return f"{name}{'' if self.message.startswith(':') else ' '}{self.message}"
 
 
 class ExperimentError(ConfigError):

@@ -22,6 +22,9 @@ HEARTBEAT_SECONDS = 10
 GRACE_SECONDS = 30
 SQLITE_BUSY_SECONDS = 60
 SCHEMES = ("sqlite", "postgresql", "mysql")
+#: The arguments a storage error names (:attr:`autotune.exceptions.ConfigError.argument`).
+STORAGE = "storage"
+STUDY_NAME = "study_name"
 
 
 @contextlib.contextmanager
@@ -42,30 +45,35 @@ def sqlite_path(url: str) -> Path | None:
 
 
 def check_url(url: str, *, must_exist: bool = False) -> None:
-    """Raises ConfigError naming --storage when ``url`` cannot hold a study."""
+    """Raises ConfigError (argument "storage") when ``url`` cannot hold a study."""
     if not isinstance(url, str) or "://" not in url:
         raise ConfigError(
-            f"--storage must be a database URL such as {DEFAULT_STORAGE!r} or "
-            f"'postgresql://user@host/db'. Received: {url!r}"
+            f"must be a database URL such as {DEFAULT_STORAGE!r} or "
+            f"'postgresql://user@host/db'. Received: {url!r}",
+            argument=STORAGE,
         )
     scheme = url.split("://", 1)[0].split("+", 1)[0]
     if scheme not in SCHEMES:
-        raise ConfigError(f"--storage scheme must be one of {list(SCHEMES)}. Received: {url!r}")
+        raise ConfigError(
+            f"scheme must be one of {list(SCHEMES)}. Received: {url!r}", argument=STORAGE
+        )
     path = sqlite_path(url)
     if path is None:
         return
     if must_exist and not path.is_file():
         raise ConfigError(
-            f"--storage: database file {str(path)!r} does not exist. Received: {url!r}"
+            f": database file {str(path)!r} does not exist. Received: {url!r}", argument=STORAGE
         )
     folder = path.resolve().parent
     if not folder.is_dir():
         raise ConfigError(
-            f"--storage: folder {str(folder)!r} for the database does not exist. Received: {url!r}"
+            f": folder {str(folder)!r} for the database does not exist. Received: {url!r}",
+            argument=STORAGE,
         )
     if not must_exist and not os.access(folder, os.W_OK):
         raise ConfigError(
-            f"--storage: folder {str(folder)!r} for the database is not writable. Received: {url!r}"
+            f": folder {str(folder)!r} for the database is not writable. Received: {url!r}",
+            argument=STORAGE,
         )
 
 
@@ -90,7 +98,7 @@ def open_storage(
                 heartbeat_stale_trial_callback=stale_trial_callback,
             )
     except Exception as error:  # SQLAlchemy raises many kinds; all mean "cannot open this"
-        raise ConfigError(f"--storage {url!r} cannot be opened: {error}") from error
+        raise ConfigError(f"{url!r} cannot be opened: {error}", argument=STORAGE) from error
 
 
 def study_names(storage: optuna.storages.BaseStorage) -> list[str]:
@@ -104,8 +112,12 @@ def pick_study_name(storage: optuna.storages.BaseStorage, url: str, name: str | 
         if len(names) == 1:
             return names[0]
         if not names:
-            raise ConfigError(f"--storage {url!r} holds no study yet; run 'autotune run' first")
-        raise ConfigError(f"--study is needed: {url!r} holds several studies: {names}")
+            raise ConfigError(
+                f"{url!r} holds no study yet; run 'autotune run' first", argument=STORAGE
+            )
+        raise ConfigError(f"is needed: {url!r} holds several studies: {names}", argument=STUDY_NAME)
     if name not in names:
-        raise ConfigError(f"--study {name!r} is not in {url!r}; it holds: {names or 'no study'}")
+        raise ConfigError(
+            f"{name!r} is not in {url!r}; it holds: {names or 'no study'}", argument=STUDY_NAME
+        )
     return name

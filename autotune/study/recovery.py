@@ -19,8 +19,13 @@ import psutil
 from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.records import failure_of
-from autotune.schema import FAILURE_ATTR, INTERRUPTED, INTERRUPTED_FAILURE, WORKER_ATTR
+from autotune.schema import (
+    FAILURE_ATTR,
+    INTERRUPTED,
+    INTERRUPTED_FAILURE,
+    WORKER_ATTR,
+    failure_of,
+)
 from autotune.storage import quiet_experimental
 
 #: A RUNNING trial without a worker record this old was left by a worker killed while Optuna

@@ -26,7 +26,7 @@ from autotune.experiment import Experiment, load_experiment, reference_of
 from autotune.fidelity import fidelity_distance
 from autotune.profile import check_mode
 from autotune.recipe import Recipe
-from autotune.records import StudyRecords, TrialRow, profile_reruns, read_records, row_of
+from autotune.records import StudyRecords, read_records
 from autotune.result import RunResult
 from autotune.schema import (
     BASELINE_SEEDS,
@@ -43,10 +43,14 @@ from autotune.schema import (
     RESULT_ATTR,
     THROUGHPUT_ATTR,
     WORKER_ATTR,
+    TrialRow,
+    profile_reruns,
+    row_of,
 )
 from autotune.space import SearchSpace, resolve_space, space_from_dict
 from autotune.storage import (
     DEFAULT_STORAGE,
+    STUDY_NAME,
     open_storage,
     pick_study_name,
     quiet_experimental,
@@ -446,7 +450,7 @@ def load_study(
     stored = optuna.load_study(study_name=name, storage=probe)
     info = stored.user_attrs.get(INFO_KEY)
     if not info or not stored.user_attrs.get(IDENTITY_KEY):
-        raise ConfigError(f"--study {name!r} in {storage!r} was not made by autotune")
+        raise ConfigError(f"{name!r} in {storage!r} was not made by autotune", argument=STUDY_NAME)
     space = space_from_dict(info["space"], source=info.get("space_source", "<stored space>"))
     return Study(
         info["experiment_reference"],

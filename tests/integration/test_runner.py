@@ -21,8 +21,9 @@ from autotune import (
     TrialFailure,
 )
 from autotune.experiment import load_experiment
+from autotune.trial.model import ensure_float32_head
 from autotune.trial.pipeline import training_pipeline
-from autotune.trial.runner import ensure_float32_head, run_trial
+from autotune.trial.runner import run_trial
 
 pytestmark = pytest.mark.slow  # imports TensorFlow and trains
 

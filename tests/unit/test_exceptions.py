@@ -86,3 +86,38 @@ def test_experiment_error_is_a_config_error_with_exit_code_2():
 
 def test_autotune_error_exit_code_is_1():
     assert AutotuneError("generic").exit_code == 1
+
+
+def test_a_config_error_names_the_library_argument_and_the_cli_its_flag():
+    error = ConfigError("'x' cannot be opened", argument="storage")
+    joined = ConfigError(": database file 'a.db' does not exist", argument="storage")
+
+    assert error.argument == "storage"
+    assert str(error) == "storage 'x' cannot be opened"
+    assert error.naming("--storage") == "--storage 'x' cannot be opened"
+    assert str(joined) == "storage: database file 'a.db' does not exist"
+    assert joined.naming("--storage") == "--storage: database file 'a.db' does not exist"
+    assert ConfigError("plain").naming("--storage") == "plain"
+
+
+@pytest.mark.parametrize(
+    ("argument", "flag"), [("storage", "--storage"), ("study_name", "--study")]
+)
+def test_the_cli_shows_the_flag_of_the_argument_at_fault(argument, flag):
+    from autotune.cli import error_message
+
+    error = ConfigError("is needed", argument=argument)
+
+    assert error_message(error) == f"{flag} is needed"
+    assert error_message(ConfigError("no argument")) == "no argument"
+    assert not str(error).startswith("-")
+
+
+def test_storage_errors_name_no_flag():
+    from autotune.storage import check_url
+
+    with pytest.raises(ConfigError) as info:
+        check_url("redis://host/0")
+
+    assert info.value.argument == "storage"
+    assert "--" not in str(info.value)

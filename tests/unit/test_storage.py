@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import optuna
 import pytest
 
+from autotune.cli import error_message
 from autotune.exceptions import ConfigError
 from autotune.storage import (
     DEFAULT_STORAGE,
@@ -55,15 +57,19 @@ def test_url_without_scheme(url):
     with pytest.raises(ConfigError) as info:
         check_url(url)
 
-    message = str(info.value)
+    message = error_message(info.value)
+    assert info.value.argument == "storage"
     assert "--storage must be a database URL such as 'sqlite:///autotune.db'" in message
     assert f"Received: {url!r}" in message
 
 
 @pytest.mark.parametrize("url", [None, 3, Path("sqlite:///a.db")])
 def test_url_that_is_not_a_string(url):
-    with pytest.raises(ConfigError, match="--storage must be a database URL"):
+    with pytest.raises(ConfigError) as info:
         check_url(url)
+
+    assert info.value.argument == "storage"
+    assert "--storage must be a database URL" in error_message(info.value)
 
 
 @pytest.mark.parametrize("url", ["redis://host/0", "http://host/db", "://x", "sqlit:///a.db"])
@@ -71,7 +77,8 @@ def test_unknown_scheme(url):
     with pytest.raises(ConfigError) as info:
         check_url(url)
 
-    message = str(info.value)
+    message = error_message(info.value)
+    assert info.value.argument == "storage"
     assert "--storage scheme must be one of ['sqlite', 'postgresql', 'mysql']" in message
     assert f"Received: {url!r}" in message
 
@@ -209,9 +216,11 @@ def test_open_storage_wraps_database_errors(tmp_path):
     not_a_database.write_text("these are not the tables you are looking for\n" * 100)
     url = f"sqlite:///{not_a_database}"
 
-    with pytest.raises(ConfigError, match=r"--storage .* cannot be opened") as info:
+    with pytest.raises(ConfigError) as info:
         open_storage(url, must_exist=True)
 
+    assert info.value.argument == "storage"
+    assert re.search(r"--storage .* cannot be opened", error_message(info.value))
     assert url in str(info.value)
 
 
@@ -244,7 +253,8 @@ def test_pick_from_an_empty_storage():
     with pytest.raises(ConfigError) as info:
         pick_study_name(storage_with(), "sqlite:///x.db", None)
 
-    message = str(info.value)
+    message = error_message(info.value)
+    assert info.value.argument == "storage"
     assert "--storage 'sqlite:///x.db' holds no study yet" in message
     assert "autotune run" in message
 
@@ -253,7 +263,8 @@ def test_pick_without_a_name_among_several():
     with pytest.raises(ConfigError) as info:
         pick_study_name(storage_with("a", "b"), "sqlite:///x.db", None)
 
-    message = str(info.value)
+    message = error_message(info.value)
+    assert info.value.argument == "study_name"
     assert "--study is needed" in message
     assert "'sqlite:///x.db'" in message
     assert "'a'" in message and "'b'" in message
@@ -263,7 +274,8 @@ def test_pick_an_unknown_name_lists_the_names():
     with pytest.raises(ConfigError) as info:
         pick_study_name(storage_with("a", "b"), "sqlite:///x.db", "c")
 
-    message = str(info.value)
+    message = error_message(info.value)
+    assert info.value.argument == "study_name"
     assert "--study 'c' is not in 'sqlite:///x.db'" in message
     assert "'a'" in message and "'b'" in message
 

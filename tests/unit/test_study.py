@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 import shutil
 import socket
 import sqlite3
@@ -41,6 +42,7 @@ from sqlalchemy.engine import Engine
 
 import autotune
 import autotune.study.recovery
+from autotune.cli import error_message
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import ConfigError, TrialFailure
 from autotune.fidelity import MIN_NOISE_FLOOR
@@ -1108,8 +1110,9 @@ def test_load_study_by_name_among_several(storage, experiment_ref):
     Study(experiment_ref, SPACE, storage, "two", runner=FakeRunner(), tolerance=2.0)
 
     assert load_study(storage, "two").tolerance == 2.0
-    with pytest.raises(ConfigError, match="--study is needed") as info:
+    with pytest.raises(ConfigError) as info:
         load_study(storage)
+    assert "--study is needed" in error_message(info.value)
     assert "'one'" in str(info.value) and "'two'" in str(info.value)
 
 
@@ -1119,7 +1122,7 @@ def test_load_study_with_an_unknown_name_lists_the_names(make_study, storage):
     with pytest.raises(ConfigError) as info:
         load_study(storage, "nope")
 
-    message = str(info.value)
+    message = error_message(info.value)
     assert f"--study 'nope' is not in {storage!r}" in message
     assert "'fake-fake'" in message
 
@@ -1132,8 +1135,10 @@ def test_load_study_of_a_missing_database(tmp_path):
 def test_load_study_of_a_study_autotune_did_not_make(storage):
     optuna.create_study(storage=storage, study_name="plain")
 
-    with pytest.raises(ConfigError, match=r"--study 'plain' .* was not made by autotune"):
+    with pytest.raises(ConfigError) as info:
         load_study(storage)
+    assert info.value.argument == "study_name"
+    assert re.search(r"--study 'plain' .* was not made by autotune", error_message(info.value))
 
 
 def test_load_study_of_a_toml_space(tmp_path, storage, experiment_ref):

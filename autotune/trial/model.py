@@ -1,0 +1,165 @@
+"""The trial's model: built after the dtype policy is set, checked against the labels, its
+outputs kept in float32 under mixed precision, and compiled with the trial's ``jit_compile``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from autotune.config import TrialConfig
+from autotune.exceptions import ExperimentError
+from autotune.experiment import Experiment
+from autotune.trial.pipeline import PipelineSettings
+
+
+def _dtype(tensor: Any) -> str:
+    return str(keras.backend.standardize_dtype(tensor.dtype))
+
+
+def _output_dtypes(model: keras.Model, x: Any) -> list[str]:
+    return [_dtype(t) for t in tf.nest.flatten(model(x, training=False))]
+
+
+class _Float32Output(keras.Model):
+    """Wraps a model whose output layer cannot be set to float32, casting its outputs."""
+
+    def __init__(self, inner: keras.Model) -> None:
+        super().__init__(name=f"{inner.name}_float32_output")
+        self.inner = inner
+
+    def call(self, inputs: Any, training: bool | None = None) -> Any:
+        outputs = self.inner(inputs, training=training)
+        return tf.nest.map_structure(lambda t: keras.ops.cast(t, "float32"), outputs)
+
+
+def ensure_float32_head(model: keras.Model, x: Any) -> tuple[keras.Model, dict[str, Any]]:
+    """Makes the model's outputs float32 under a mixed policy; reports what it found and did.
+
+    Returns the model to train and ``{"output_dtype_found", "head_fixed", "head_fix"}``, where
+    ``head_fix`` is "last_layer" (the last layer's dtype policy set to float32, so its activation
+    computes in float32) or "cast" (outputs cast to float32 by a wrapper).
+    """
+    found = _output_dtypes(model, x)
+    info: dict[str, Any] = {
+        "output_dtype_found": found[0] if len(set(found)) == 1 else found,
+        "head_fixed": False,
+        "head_fix": None,
+    }
+    if all(d == "float32" for d in found):
+        return model, info
+    layers = getattr(model, "layers", [])
+    if layers:
+        last, policy = layers[-1], layers[-1].dtype_policy
+        last.dtype_policy = "float32"
+        if all(d == "float32" for d in _output_dtypes(model, x)):
+            info.update(head_fixed=True, head_fix="last_layer")
+            return model, info
+        last.dtype_policy = policy  # not the output layer after all: leave it as it was
+    wrapped = _Float32Output(model)
+    wrapped(x, training=False)
+    info.update(head_fixed=True, head_fix="cast")
+    return wrapped, info
+
+
+def build_model(experiment: Experiment) -> keras.Model:
+    model = experiment.model()
+    if model is None:
+        raise ExperimentError(
+            f"Experiment {experiment.name!r}: model() returned None; it must return a keras.Model"
+        )
+    if not isinstance(model, keras.Model):
+        raise ExperimentError(
+            f"Experiment {experiment.name!r}: model() must return a keras.Model. "
+            f"Received: {type(model).__name__}"
+        )
+    return model
+
+
+def check_output_matches_labels(experiment: Experiment, model: keras.Model, x: Any, y: Any) -> None:
+    outputs = model(x, training=False)
+    loss = (
+        keras.losses.get(experiment.loss) if isinstance(experiment.loss, str) else experiment.loss
+    )
+    try:
+        value = loss(y, outputs)
+    except Exception as error:
+        shapes = [tuple(t.shape) for t in tf.nest.flatten(outputs)]
+        raise ExperimentError(
+            f"Experiment {experiment.name!r}: the model's output shape {shapes} does not fit the "
+            f"labels' shape {tuple(y.shape)} for loss {experiment.loss!r}: {error}"
+        ) from error
+    if value is None:
+        raise ExperimentError(f"Experiment {experiment.name!r}: the loss returned None")
+
+
+def model_with_float32_head(
+    experiment: Experiment, train_data: tf.data.Dataset
+) -> tuple[keras.Model, dict[str, Any]]:
+    """Builds the experiment's model, checks it against one training batch and makes its outputs
+    float32 (see :func:`ensure_float32_head`)."""
+    x, y = next(iter(train_data))[:2]
+    model = build_model(experiment)
+    check_output_matches_labels(experiment, model, x, y)
+    return ensure_float32_head(model, x)
+
+
+def compile_model(
+    experiment: Experiment, config: TrialConfig, model: keras.Model, learning_rate: float
+) -> bool:
+    """Compiles ``model`` with the trial's ``jit_compile`` and builds its optimizer; returns
+    whether Keras wrapped the optimizer in loss scaling."""
+    optimizer = experiment.optimizer(learning_rate)
+    if optimizer is None:
+        raise ExperimentError(
+            f"Experiment {experiment.name!r}: optimizer({learning_rate}) returned None; "
+            "it must return a keras optimizer"
+        )
+    model.compile(
+        optimizer=optimizer,
+        loss=experiment.loss,
+        metrics=list(experiment.metrics),
+        jit_compile=config.jit_compile,
+    )
+    loss_scaling = isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
+    if config.precision == "mixed_float16" and not loss_scaling:
+        raise ExperimentError(
+            f"Experiment {experiment.name!r}: mixed_float16 needs loss scaling, but Keras did not "
+            "wrap the optimizer in a LossScaleOptimizer"
+        )
+    model.optimizer.build(model.trainable_variables)
+    return loss_scaling
+
+
+def effective_settings(
+    config: TrialConfig,
+    model: keras.Model,
+    learning_rate: float,
+    loss_scaling: bool,
+    pipeline_settings: PipelineSettings,
+    head: dict[str, Any],
+) -> dict[str, Any]:
+    """The settings that took effect: dtype policy, XLA, loss scaling, learning rate, pipeline
+    and output head."""
+    return {
+        "dtype_policy": keras.config.dtype_policy().name,
+        "compute_dtype": keras.config.dtype_policy().compute_dtype,
+        "variable_dtype": keras.config.dtype_policy().variable_dtype,
+        "jit_compile_requested": config.jit_compile,
+        "jit_compile": bool(model.jit_compile),
+        "loss_scaling": loss_scaling,
+        "learning_rate": learning_rate,
+        "pipeline": pipeline_settings.to_dict(),
+        **head,
+    }
+
+
+__all__ = [
+    "build_model",
+    "check_output_matches_labels",
+    "compile_model",
+    "effective_settings",
+    "ensure_float32_head",
+    "model_with_float32_head",
+]
