@@ -18,8 +18,8 @@ from pathlib import Path
 from provenance import provenance_lines
 
 from autotune import RunSettings, TrialConfig
-from autotune.trial.isolation import run_isolated
 from autotune.result import RunResult
+from autotune.trial.isolation import run_isolated
 
 HERE = Path(__file__).resolve().parent
 EXPERIMENTS = HERE.parent
