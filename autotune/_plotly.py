@@ -1,36 +1,58 @@
-"""The one place autotune imports Plotly and Dash (the report and dashboard extras).
+"""The import guard in front of Plotly and Dash (the report and dashboard extras).
 
-Importing this module never fails: when Plotly is missing, the names below are left unset and
-:func:`require` raises a :class:`ConfigError` that says what to install. Data functions of the
-report do not touch Plotly at all, so they work (and are tested) without it.
+The report reaches Plotly only through this module: ``go``, ``pio`` and ``make_subplots`` are
+imported on first use, so importing this module (or :mod:`autotune.report`) imports neither
+Plotly nor Dash and never fails. The dashboard calls ``require("dash")`` and then imports Dash
+itself, inside the functions that draw the app. When a package is missing, :func:`require` (and
+the first use of a Plotly name) raises a :class:`ConfigError` that says what to install. Data
+functions of the report do not touch Plotly at all, so they work (and are tested) without it.
 """
 
 from __future__ import annotations
 
 from importlib import import_module
 from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from autotune.exceptions import ConfigError
 
-INSTALL = {"plotly": "plotly>=6", "dash": "dash>=3"}
-
-_plotly_error: ImportError | None = None
-try:
+if TYPE_CHECKING:  # for type checkers only; at run time module __getattr__ lends these names
     import plotly.graph_objects as go
     import plotly.io as pio
     from plotly.subplots import make_subplots
-except ImportError as error:  # pragma: no cover - plotly is a dependency
-    _plotly_error = error
+
+INSTALL = {"plotly": "plotly>=6", "dash": "dash>=3"}
+
+#: The Plotly names this module lends: name -> (module, attribute of it; None for the module).
+_PLOTLY_NAMES: dict[str, tuple[str, str | None]] = {
+    "go": ("plotly.graph_objects", None),
+    "pio": ("plotly.io", None),
+    "make_subplots": ("plotly.subplots", "make_subplots"),
+}
 
 
 def require(package: str = "plotly") -> ModuleType:
-    """Imports ``package`` ("plotly" or "dash") or raises ConfigError naming the pip command."""
-    if package == "plotly" and _plotly_error is not None:
-        raise _missing(package, _plotly_error)
+    """Imports ``package`` ("plotly" or "dash") or raises ConfigError naming the pip command.
+
+    For "plotly" the parts the report draws with (graph objects, io, subplots) are imported too.
+    """
     try:
+        if package == "plotly":
+            for module, _ in _PLOTLY_NAMES.values():
+                import_module(module)
         return import_module(package)
     except ImportError as error:
         raise _missing(package, error) from error
+
+
+def __getattr__(name: str) -> Any:
+    """``go``, ``pio`` or ``make_subplots``, imported on first use (ConfigError without Plotly)."""
+    if name not in _PLOTLY_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    require("plotly")
+    module, attribute = _PLOTLY_NAMES[name]
+    loaded = import_module(module)
+    return loaded if attribute is None else getattr(loaded, attribute)
 
 
 def _missing(package: str, error: ImportError) -> ConfigError:

@@ -1,0 +1,129 @@
+"""The report's page: one self-contained HTML file (plotly.js embedded once) with the header,
+the five figures and the Pareto trials' recipes."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+from autotune import _plotly
+from autotune.exceptions import ConfigError
+from autotune.records import StudyRecords
+from autotune.report.breakdown import breakdown_figure, breakdown_info
+from autotune.report.curves import curves_figure, curves_info
+from autotune.report.header import header_info
+from autotune.report.history import history_figure, history_info
+from autotune.report.importance import importance_figure, importance_info
+from autotune.report.pareto import pareto_figure, pareto_info
+from autotune.report.recipes import RecipeRow, pareto_table_info
+
+#: The report's figure divs, in page order.
+FIGURE_IDS = (
+    "pareto-figure",
+    "curves-figure",
+    "breakdown-figure",
+    "importance-figure",
+    "history-figure",
+)
+
+_CSS = """
+body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; margin: 2em auto;
+       max-width: 1200px; padding: 0 1em; color: #222; }
+h1 { font-size: 1.6em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; width: 100%; }
+th, td { text-align: left; vertical-align: top; padding: 0.3em 0.6em;
+         border-bottom: 1px solid #eee; }
+table.facts th { width: 12em; color: #555; font-weight: normal; }
+pre { background: #f6f8fa; padding: 0.6em; overflow-x: auto; font-size: 0.85em; margin: 0; }
+.note { color: #666; font-size: 0.9em; }
+.figure { margin: 1em 0 2em; }
+"""
+
+
+def _figure_html(figure: Any, div_id: str, first: bool) -> str:
+    return str(
+        _plotly.pio.to_html(
+            figure,
+            include_plotlyjs=first,
+            full_html=False,
+            div_id=div_id,
+            default_height="520px",
+            config={"displaylogo": False, "responsive": True},
+        )
+    )
+
+
+def _table_html(rows: list[RecipeRow]) -> str:
+    if not rows:
+        return (
+            '<p class="note">No Pareto trial yet: no complete trial is within the tolerance. '
+            "The baseline configuration stays the recommendation.</p>"
+        )
+    body = []
+    for row in rows:
+        speedup = f"{row.speedup:.2f}x" if row.speedup is not None else "-"
+        if row.speedup is not None and row.speedup < 1:
+            speedup += " (slower than the baseline)"
+        fidelity = f"{row.fidelity:.3f}" if row.fidelity is not None else "-"
+        body.append(
+            f'<tr id="pareto-trial-{row.number}"><td>{row.number}</td>'
+            f"<td>{html.escape(row.description)}</td><td>{html.escape(row.throughput)}</td>"
+            f"<td>{speedup}</td><td>{fidelity}</td>"
+            f"<td><pre>{html.escape(row.settings_json)}</pre><details><summary>recipe.json "
+            f"(with provenance)</summary><pre>{html.escape(row.recipe_json)}</pre></details>"
+            "</td></tr>"
+        )
+    return (
+        '<table id="pareto-table"><thead><tr><th>#</th><th>configuration</th>'
+        "<th>throughput</th><th>speed-up</th><th>fidelity</th><th>recipe</th></tr></thead>"
+        f"<tbody>{''.join(body)}</tbody></table>"
+        '<p class="note">Save a recipe as recipe.json and reproduce it with '
+        "<code>autotune.apply(autotune.Recipe.load('recipe.json'))</code>.</p>"
+    )
+
+
+def render_report(records: StudyRecords) -> str:
+    """The report as one HTML page that works offline (plotly.js is embedded once)."""
+    _plotly.require()
+    header = header_info(records)
+    facts = "".join(
+        f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in header.facts
+    )
+    figures = [
+        ("Pareto front", pareto_figure(pareto_info(records))),
+        ("Validation curves", curves_figure(curves_info(records))),
+        ("Step time", breakdown_figure(breakdown_info(records))),
+        ("Parameter importance", importance_figure(importance_info(records))),
+        ("Study history", history_figure(history_info(records))),
+    ]
+    sections = []
+    for index, ((heading, figure), div_id) in enumerate(zip(figures, FIGURE_IDS, strict=True)):
+        sections.append(
+            f'<h2>{heading}</h2><div class="figure">{_figure_html(figure, div_id, index == 0)}'
+            "</div>"
+        )
+        if index == 0:
+            table = _table_html(pareto_table_info(records))
+            sections.append(f"<h2>Pareto trials and their recipes</h2>{table}")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(header.title)}</title><style>{_CSS}</style></head><body>"
+        f'<h1>{html.escape(header.title)}</h1><table class="facts">{facts}</table>'
+        + "".join(sections)
+        + "</body></html>\n"
+    )
+
+
+def write_report(records: StudyRecords, path: str | Path) -> Path:
+    """Writes :func:`render_report` to ``path`` and returns it; ConfigError naming -o when the
+    file cannot be written."""
+    path = Path(path)
+    text = render_report(records)
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(
+            f"-o/--output: report file {str(path)!r} cannot be written: {error.strerror}"
+        ) from error
+    return path

@@ -1,0 +1,99 @@
+"""The Pareto trials' recipes (the report's table, ``autotune export``'s JSON) and the
+recommendation rule at a fidelity tolerance (noise-floor units). Throughput in samples/s."""
+
+from __future__ import annotations
+
+import json
+from typing import NamedTuple
+
+from autotune.measure import format_throughput
+from autotune.records import StudyRecords, TrialRow
+
+
+class RecipeRow(NamedTuple):
+    """One Pareto trial in the report's table.
+
+    Attributes:
+        number: trial number.
+        description: the configuration in one line.
+        throughput: median samples/s with its CI, as text.
+        speedup: median throughput / the baseline's (None before the baseline is measured).
+        fidelity: fidelity distance.
+        settings_json: the configuration and learning rate, as indented JSON.
+        recipe_json: the recipe ``autotune export`` would write for this trial (config,
+            learning rate, provenance), as indented JSON.
+    """
+
+    number: int
+    description: str
+    throughput: str
+    speedup: float | None
+    fidelity: float | None
+    settings_json: str
+    recipe_json: str
+
+
+def recipe_json(records: StudyRecords, row: TrialRow | None) -> str:
+    """The recipe of ``row`` (the baseline's when None) as JSON for ``autotune.apply``."""
+    return json.dumps(records.recipe(row).to_dict(), indent=2, sort_keys=True)
+
+
+def pareto_table_info(records: StudyRecords) -> list[RecipeRow]:
+    """The Pareto trials, fastest first, with their recipes."""
+    rows = []
+    for row in records.pareto():
+        recipe = records.recipe(row)
+        rows.append(
+            RecipeRow(
+                number=row.number,
+                description=row.config.describe() if row.config else "-",
+                throughput=format_throughput(row.throughput),
+                speedup=recipe.speedup,
+                fidelity=row.fidelity,
+                settings_json=json.dumps(
+                    {"config": recipe.config.to_dict(), "learning_rate": recipe.learning_rate},
+                    indent=2,
+                ),
+                recipe_json=json.dumps(recipe.to_dict(), indent=2, sort_keys=True),
+            )
+        )
+    return rows
+
+
+class Recommendation(NamedTuple):
+    """What to use at a fidelity tolerance.
+
+    Attributes:
+        tolerance: the largest fidelity distance accepted (noise-floor units).
+        number: the recommended trial; None when the baseline stays the recommendation.
+        text: one sentence for people.
+    """
+
+    tolerance: float
+    number: int | None
+    text: str
+
+
+def recommendation_info(records: StudyRecords, tolerance: float) -> Recommendation:
+    """The fastest complete trial with fidelity <= ``tolerance`` that is faster than the
+    baseline (``Study.best``'s rule), or the baseline, saying so."""
+    baseline = records.baseline
+    if baseline.throughput is None or baseline.config is None:
+        return Recommendation(tolerance, None, "The baseline has not been measured yet.")
+    best = records.fastest_within(tolerance)
+    if best is None or best.throughput is None or best.config is None:
+        within = len(records.within(tolerance))
+        return Recommendation(
+            tolerance,
+            None,
+            f"Keep the baseline ({baseline.config.describe()}, "
+            f"{format_throughput(baseline.throughput)}): no trial is faster than the baseline "
+            f"with fidelity <= {tolerance:.2f} ({within} trial(s) within it).",
+        )
+    speedup = best.throughput.median / baseline.throughput.median
+    return Recommendation(
+        tolerance,
+        best.number,
+        f"Trial {best.number}: {best.config.describe()}: {format_throughput(best.throughput)}, "
+        f"{speedup:.2f}x the baseline, fidelity {best.fidelity:.2f} <= {tolerance:.2f}.",
+    )
