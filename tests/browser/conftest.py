@@ -32,9 +32,6 @@ REQUIRE_ENV = "AUTOTUNE_REQUIRE_BROWSER"
 #: Seconds any wait in the browser may take before the test fails.
 TIMEOUT = 30.0
 
-# The fake stored study of the unit tests (no TensorFlow): tests/unit/conftest_report.py.
-sys.path.insert(0, str(REPO / "tests" / "unit"))
-
 
 def _missing() -> str | None:
     """Why the browser tests cannot run here; None when they can."""

@@ -3,7 +3,7 @@ free local port, driven by headless Chromium. The Pareto figure must draw with o
 Pareto trial, the tolerance slider must change the recommendation, clicking a point must show
 its recipe, and a trial stored while the page is open must appear without a reload.
 
-The fake study (tests/unit/conftest_report.py; tolerance 1.5, baseline 1000 samples/s): trial 2
+The fake study (tests/support/demo_study.py; tolerance 1.5, baseline 1000 samples/s): trial 2
 (3000 samples/s, fidelity 0.3) and trial 3 (6000, 1.2) are the Pareto front, trial 1 (8000, 2.7)
 is infeasible. The slider runs from 0 to 4.5: at 0 nothing beats the baseline within the
 tolerance, at 4.5 trial 1 is the fastest within it.
@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest_report import SPACE, DemoStudy, build_demo_study, fake_runner, params
 
 from autotune.records import load_records
 from autotune.report import PARETO_TRACE, header_info, point_key
 from autotune.study import Study
+from tests.support.demo_study import SPACE, DemoStudy, build_demo_study, fake_runner, params
 
 pytestmark = pytest.mark.browser
 

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest_report import PARETO, DemoStudy, build_demo_study
 
 from autotune.records import load_records
 from autotune.report import FIGURE_IDS, PARETO_TRACE, point_key
+from tests.support.demo_study import PARETO, DemoStudy, build_demo_study
 
 pytestmark = pytest.mark.browser
 

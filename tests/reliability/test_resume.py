@@ -1,5 +1,5 @@
-"""Guarantees 4 and 7: a study killed with SIGKILL and started again with the same command loses
-no completed trial, fails the interrupted trial and retries it once with the same parameters,
+"""README.md, "Reliability": a study killed with SIGKILL and started again with the same command
+loses no completed trial, fails the interrupted trial and retries it once with the same parameters,
 ends with exactly the number of trials asked for, and measures no configuration twice.
 
 The study runs in a driver process with a fake runner (tests/fixtures/drivers/fake_study.py):
@@ -21,7 +21,10 @@ from typing import Any
 
 import pytest
 from optuna.trial import FrozenTrial, TrialState
-from reliability_support import (
+
+from autotune.records import row_of
+from autotune.schema import INTERRUPTED
+from tests.support.reliability import (
     FAKE_SPACE,
     MISBEHAVE,
     Sandbox,
@@ -31,9 +34,6 @@ from reliability_support import (
     trial_starts,
     wait_for_call,
 )
-
-from autotune.records import row_of
-from autotune.schema import INTERRUPTED
 
 pytestmark = pytest.mark.slow
 

@@ -1,6 +1,6 @@
-"""Guarantee 6: resuming a study with another experiment, search space, tolerance or hardware is
-refused with a one-line error naming what differs (exit code 2, storage untouched), and allowed
-explicitly with --allow-mismatch, which records the difference. Never silently mixed.
+"""README.md, "Reliability": resuming a study with another experiment, search space, tolerance or
+hardware is refused with a one-line error naming what differs (exit code 2, storage untouched), and
+allowed explicitly with --allow-mismatch, which records the difference. Never silently mixed.
 
 Each case resumes a stored study (fake baseline, no trial) with the real ``autotune run``; the
 other machine is simulated by the driver, which replaces ``autotune.hardware.fingerprint`` and
@@ -13,7 +13,8 @@ import sys
 
 import optuna
 import pytest
-from reliability_support import (
+
+from tests.support.reliability import (
     DRIVER,
     MISBEHAVE,
     MISBEHAVE_OTHER,

@@ -1,6 +1,6 @@
-"""Guarantee 8 (SQLite part): a study on an SQLite storage never fails on "database is locked"
-while another connection holds the database exclusively for seconds and a reader keeps loading
-the study; every trial is finalised.
+"""README.md, "Reliability" (the SQLite part): a study on an SQLite storage never fails on "database
+is locked" while another connection holds the database exclusively for seconds and a reader keeps
+loading the study; every trial is finalised.
 
 The study runs in a driver process with a fake runner (about 10 short trials); this test holds
 ``BEGIN EXCLUSIVE`` for 3 s on its own sqlite3 connection in the middle of the run, while a
@@ -15,9 +15,9 @@ import traceback
 
 import pytest
 from optuna.trial import TrialState
-from reliability_support import FAKE_SPACE, MISBEHAVE, Sandbox, trial_starts, wait_for_call
 
 from autotune.study import load_study
+from tests.support.reliability import FAKE_SPACE, MISBEHAVE, Sandbox, trial_starts, wait_for_call
 
 pytestmark = pytest.mark.slow
 

@@ -1,5 +1,6 @@
-"""Guarantees 3 and 5: when the study process dies (SIGKILL) its trial process dies too; SIGINT
-and SIGTERM stop the running trial, mark it interrupted, leave nothing RUNNING and exit 130/143.
+"""README.md, "Reliability": when the study process dies (SIGKILL) its trial process dies too;
+SIGINT and SIGTERM stop the running trial, mark it interrupted, leave nothing RUNNING and exit
+130/143.
 
 The study is the real ``autotune run`` command; its baseline is stored beforehand (fake, by the
 driver) so the command goes straight to a trial of the misbehave experiment that hangs."""
@@ -14,7 +15,10 @@ from typing import Any
 import psutil
 import pytest
 from optuna.trial import TrialState
-from reliability_support import (
+
+from autotune.records import row_of
+from autotune.schema import INTERRUPTED, INTERRUPTED_FAILURE
+from tests.support.reliability import (
     MISBEHAVE,
     TINY_MEASURE,
     TRIAL_MODULE,
@@ -23,9 +27,6 @@ from reliability_support import (
     group_members,
     wait_until,
 )
-
-from autotune.records import row_of
-from autotune.schema import INTERRUPTED, INTERRUPTED_FAILURE
 
 pytestmark = pytest.mark.slow
 

@@ -1,6 +1,6 @@
-"""Guarantees 1 and 2: a trial that crashes, is killed, exits, raises, runs out of memory, produces
-NaN or hangs ends as a failed trial with its kind, message and log tail, and the study goes on;
-too many failures in a row stop it with a clear message; a hanging trial is stopped at its time
+"""README.md, "Reliability": a trial that crashes, is killed, exits, raises, runs out of memory,
+produces NaN or hangs ends as a failed trial with its kind, message and log tail, and the study goes
+on; too many failures in a row stop it with a clear message; a hanging trial is stopped at its time
 limit with nothing of it left behind."""
 
 from __future__ import annotations
@@ -10,7 +10,10 @@ import time
 
 import pytest
 from optuna.trial import TrialState
-from reliability_support import (
+
+from autotune.records import row_of
+from autotune.schema import INTERRUPTED
+from tests.support.reliability import (
     CHILD_TOKEN,
     MISBEHAVE,
     TINY_MEASURE,
@@ -20,9 +23,6 @@ from reliability_support import (
     one_line_error,
     wait_until,
 )
-
-from autotune.records import row_of
-from autotune.schema import INTERRUPTED
 
 pytestmark = pytest.mark.slow
 

@@ -1,12 +1,12 @@
 """Fixtures shared by the records, report and dashboard tests: one fake stored study per module
-(built by :func:`conftest_report.build_demo_study`; nothing is trained)."""
+(built by :func:`tests.support.demo_study.build_demo_study`; nothing is trained)."""
 
 from __future__ import annotations
 
 import pytest
-from conftest_report import DemoStudy, build_demo_study, profiling_runner
 
 from autotune.records import StudyRecords, load_records
+from tests.support.demo_study import DemoStudy, build_demo_study, profiling_runner
 
 
 @pytest.fixture(scope="module")

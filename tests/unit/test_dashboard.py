@@ -15,19 +15,6 @@ import optuna
 import pytest
 import sqlalchemy.exc
 from click.testing import CliRunner
-from conftest_report import (
-    PARETO,
-    PRUNED,
-    SPACE,
-    TRIALS,
-    DemoStudy,
-    build_demo_study,
-    fake_runner,
-    params,
-    profiling_runner,
-    write_experiment,
-)
-from fake_trials import TOLERANCE
 
 import autotune.dashboard
 from autotune.cli import error_message, main
@@ -45,6 +32,19 @@ from autotune.exceptions import ConfigError
 from autotune.records import StudyRecords, load_records
 from autotune.report import PARETO_TRACE, recommendation_info
 from autotune.study import Study, load_study
+from tests.support.demo_study import (
+    PARETO,
+    PRUNED,
+    SPACE,
+    TRIALS,
+    DemoStudy,
+    build_demo_study,
+    fake_runner,
+    params,
+    profiling_runner,
+    write_experiment,
+)
+from tests.support.fake_trials import TOLERANCE
 
 TIGHT, LOOSE = 0.1, 1.0
 

@@ -8,15 +8,6 @@ import dataclasses
 import io
 
 import pytest
-from fake_trials import (
-    ABLATION_INPUT,
-    XPROF_STATEMENT,
-    fake_ablation,
-    fake_profile,
-    fake_recompilation,
-    profiled_result,
-    speed_of,
-)
 from rich.console import Console
 
 from autotune.config import RunSettings, TrialConfig
@@ -32,6 +23,15 @@ from autotune.display import (
 from autotune.records import TrialRow, profile_fields, profile_reruns
 from autotune.result import RunResult
 from autotune.schema import PROFILE_RERUN_PREFIX
+from tests.support.fake_trials import (
+    ABLATION_INPUT,
+    XPROF_STATEMENT,
+    fake_ablation,
+    fake_profile,
+    fake_recompilation,
+    profiled_result,
+    speed_of,
+)
 
 XLA = TrialConfig(batch_size=32, precision="mixed_bfloat16", jit_compile=True)
 PLAIN = TrialConfig(batch_size=64)

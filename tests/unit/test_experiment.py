@@ -5,20 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-import autotune
 from autotune.exceptions import ConfigError, ExperimentError
 from autotune.experiment import LR_SCALINGS, Experiment, load_experiment, reference_of
-
-#: The folder holding the autotune package this test process imported, so that a subprocess
-#: started there imports the same one.
-PACKAGE_PARENT = Path(autotune.__file__).resolve().parents[1]
 
 
 def make_experiment(**changes):
@@ -532,36 +526,3 @@ def test_reference_of_an_experiment_not_at_module_top_level_fails():
 def test_reference_of_rejects_other_types(value):
     with pytest.raises(ExperimentError, match=f"Received: {type(value).__name__}"):
         reference_of(value)
-
-
-# --------------------------------------------------------------------------------------------
-# No TensorFlow on import
-# --------------------------------------------------------------------------------------------
-
-
-def test_importing_autotune_does_not_import_tensorflow():
-    code = textwrap.dedent(
-        """
-        import sys
-        import autotune
-        import autotune.config
-        import autotune.exceptions
-        import autotune.experiment
-        import autotune.measure
-        loaded = sorted(m for m in sys.modules if m == "tensorflow" or m.startswith("tensorflow."))
-        print("tensorflow modules:", loaded)
-        sys.exit(1 if loaded else 0)
-        """
-    )
-
-    completed = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=PACKAGE_PARENT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-    assert completed.returncode == 0, completed.stdout + completed.stderr
-    assert "tensorflow modules: []" in completed.stdout

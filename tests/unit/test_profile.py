@@ -7,11 +7,7 @@ and ``slow_input`` (a pipeline sleeping 2 ms per example, about 97% waiting for 
 
 from __future__ import annotations
 
-import gzip
 import json
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -33,17 +29,7 @@ from autotune.profile import (
     summarize_tools,
     xspace_files,
 )
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "profiles"
-SESSION = "2026_01_01_00_00_00"
-
-
-def unpack_profile(name: str, log_dir: Path, session: str = SESSION) -> Path:
-    """Gunzips fixture ``name`` into ``log_dir`` where the TensorBoard profiler writes it."""
-    target = log_dir / "plugins" / "profile" / session / "host.xplane.pb"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(gzip.decompress((FIXTURES / f"{name}.xplane.pb.gz").read_bytes()))
-    return target
+from tests.support.profiles import SESSION, unpack_profile
 
 
 @pytest.fixture(scope="module")
@@ -237,28 +223,6 @@ def test_real_profile_summary_survives_a_json_round_trip(compute_bound: ProfileS
     restored = ProfileSummary.from_dict(json.loads(json.dumps(compute_bound.to_dict())))
 
     assert restored == compute_bound
-
-
-def test_analysing_a_profile_does_not_import_tensorflow(tmp_path: Path) -> None:
-    unpack_profile("slow_input", tmp_path)
-    script = textwrap.dedent(
-        f"""
-        import sys
-        from autotune.profile import analyse
-        import autotune.recompilation
-
-        summary = analyse({str(tmp_path)!r})
-        assert summary.steps > 0, summary
-        loaded = sorted(m for m in sys.modules if m == "tensorflow" or m.startswith("tensorflow."))
-        assert not loaded, loaded
-        """
-    )
-
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
-    )
-
-    assert result.returncode == 0, result.stderr[-3000:]
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,46 +1,17 @@
 """Unit tests for autotune.records: a stored study (made with a fake runner) read into plain rows
-without loading the experiment, Plotly or TensorFlow."""
+without loading the experiment, Plotly or TensorFlow (the last two checked, in a fresh process, by
+test_import_boundaries.py)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import re
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import optuna
 import pytest
-from conftest_report import (
-    DOMINATED,
-    FAILED,
-    INFEASIBLE,
-    PARETO,
-    PRUNED,
-    REPEATS,
-    SPACE,
-    TRIALS,
-    DemoStudy,
-    build_demo_study,
-    failing_rerun_runner,
-    fake_runner,
-    write_experiment,
-)
-from fake_trials import (
-    ABLATION_INPUT,
-    BASE_SPEED,
-    FLOOR,
-    PROFILER_SLOWDOWN,
-    TOLERANCE,
-    XPROF_INPUT,
-    fake_ablation,
-    fake_profile,
-    fidelity_of,
-)
 
-import autotune
 from autotune.cli import error_message
 from autotune.config import TrialConfig
 from autotune.exceptions import ConfigError
@@ -63,9 +34,32 @@ from autotune.records import (
 from autotune.schema import PROFILE_RERUN_PREFIX
 from autotune.storage import open_storage
 from autotune.study import Study, load_study
-
-PACKAGE_PARENT = Path(autotune.__file__).resolve().parents[1]
-
+from tests.support.demo_study import (
+    DOMINATED,
+    FAILED,
+    INFEASIBLE,
+    PARETO,
+    PRUNED,
+    REPEATS,
+    SPACE,
+    TRIALS,
+    DemoStudy,
+    build_demo_study,
+    failing_rerun_runner,
+    fake_runner,
+    write_experiment,
+)
+from tests.support.fake_trials import (
+    ABLATION_INPUT,
+    BASE_SPEED,
+    FLOOR,
+    PROFILER_SLOWDOWN,
+    TOLERANCE,
+    XPROF_INPUT,
+    fake_ablation,
+    fake_profile,
+    fidelity_of,
+)
 
 # --------------------------------------------------------------------------------------------
 # The study and its baseline
@@ -273,7 +267,7 @@ def test_recipe_of_the_baseline_and_of_a_pruned_trial(records: StudyRecords) -> 
 
 
 # --------------------------------------------------------------------------------------------
-# Reading: partial studies, errors, no experiment, no TensorFlow, no Plotly
+# Reading: partial studies, errors, no experiment
 # --------------------------------------------------------------------------------------------
 
 
@@ -343,33 +337,6 @@ def test_read_records_reuses_an_open_storage(demo: DemoStudy) -> None:
     second = read_records(storage, demo.storage, demo.name)
 
     assert [dataclasses.replace(r) for r in first.trials] == list(second.trials)
-
-
-def test_records_import_neither_tensorflow_nor_plotly(demo: DemoStudy) -> None:
-    code = textwrap.dedent(
-        f"""
-        import sys
-        from autotune.records import load_records
-        records = load_records({demo.storage!r})
-        assert records.pareto()
-        loaded = sorted(
-            m for m in sys.modules if m.split(".")[0] in ("tensorflow", "keras", "plotly", "dash")
-        )
-        print("loaded:", loaded)
-        sys.exit(1 if loaded else 0)
-        """
-    )
-
-    completed = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=PACKAGE_PARENT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-    assert completed.returncode == 0, completed.stdout + completed.stderr
 
 
 def test_the_baseline_dominates_every_trial_not_faster_than_it() -> None:

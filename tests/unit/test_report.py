@@ -14,19 +14,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest_report import (
-    DOMINATED,
-    FAILED,
-    INFEASIBLE,
-    PARETO,
-    PRUNED,
-    REPEATS,
-    TRIALS,
-    DemoStudy,
-    build_demo_study,
-    params,
-)
-from fake_trials import TOLERANCE, XPROF_INPUT
 
 import autotune
 from autotune.cli import main
@@ -61,6 +48,19 @@ from autotune.report import (
     trace_uid,
     write_report,
 )
+from tests.support.demo_study import (
+    DOMINATED,
+    FAILED,
+    INFEASIBLE,
+    PARETO,
+    PRUNED,
+    REPEATS,
+    TRIALS,
+    DemoStudy,
+    build_demo_study,
+    params,
+)
+from tests.support.fake_trials import TOLERANCE, XPROF_INPUT
 
 PACKAGE_PARENT = Path(autotune.__file__).resolve().parents[1]
 
@@ -545,35 +545,6 @@ def test_report_command_errors(demo: DemoStudy, tmp_path: Path, arguments, messa
     assert result.exit_code == 2
     assert message in result.output
     assert not (tmp_path / "r.html").exists()
-
-
-def test_report_command_imports_no_tensorflow(demo: DemoStudy, tmp_path: Path) -> None:
-    output = tmp_path / "r.html"
-    code = textwrap.dedent(
-        f"""
-        import sys
-        from autotune.cli import main
-        try:
-            main(["report", "--storage", {demo.storage!r}, "-o", {str(output)!r}])
-        except SystemExit as stop:
-            assert not stop.code, stop.code
-        loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("tensorflow", "keras"))
-        print("loaded:", loaded)
-        sys.exit(1 if loaded else 0)
-        """
-    )
-
-    completed = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=PACKAGE_PARENT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-    assert completed.returncode == 0, completed.stdout + completed.stderr
-    assert output.is_file()
 
 
 def test_data_functions_work_without_plotly(demo: DemoStudy) -> None:

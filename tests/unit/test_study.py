@@ -2,8 +2,9 @@
 scoring, pruning, OOM prediction, duplicates, failures, identity checks, resume and results.
 
 Nothing is trained: the fake runner makes a RunResult from the configuration, so these tests
-neither import TensorFlow nor start processes (except one short import check and one process
-that exits at once, for a dead worker's pid).
+neither import TensorFlow nor start processes (except one process that exits at once, for a
+dead worker's pid). That importing the study imports no TensorFlow is checked in
+test_import_boundaries.py.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import textwrap
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,17 +24,6 @@ from pathlib import Path
 import optuna
 import psutil
 import pytest
-from fake_trials import (
-    BASE_BATCH,
-    BASE_SPEED,
-    EXPERIMENT_SOURCE,
-    FLOOR,
-    SPACE,
-    TOLERANCE,
-    fake_result,
-    fidelity_of,
-    speed_of,
-)
 from optuna.study import StudyDirection
 from optuna.trial import TrialState
 from sqlalchemy import event as sqlalchemy_event
@@ -52,10 +41,20 @@ from autotune.schema import BASELINE_KEY, IDENTITY_KEY, INFO_KEY, MISMATCHES_KEY
 from autotune.space import IntRange, SearchSpace, choices
 from autotune.storage import open_storage
 from autotune.study import Study, StudyError, load_study
+from tests.support.fake_trials import (
+    BASE_BATCH,
+    BASE_SPEED,
+    EXPERIMENT_SOURCE,
+    FLOOR,
+    SPACE,
+    TOLERANCE,
+    fake_result,
+    fidelity_of,
+    speed_of,
+)
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
-PACKAGE_PARENT = Path(autotune.__file__).resolve().parents[1]
 
 # --------------------------------------------------------------------------------------------
 # The fake world: throughput and loss curves as functions of the configuration
@@ -187,33 +186,6 @@ def make_study(storage, experiment_ref):
 # --------------------------------------------------------------------------------------------
 # Construction
 # --------------------------------------------------------------------------------------------
-
-
-def test_importing_the_study_modules_does_not_import_tensorflow():
-    code = textwrap.dedent(
-        """
-        import sys
-        import autotune.fidelity, autotune.recipe, autotune.space, autotune.storage
-        import autotune.study
-        loaded = sorted(
-            m for m in sys.modules
-            if m.split(".")[0] in ("tensorflow", "keras")
-        )
-        print("loaded:", loaded)
-        sys.exit(1 if loaded else 0)
-        """
-    )
-
-    completed = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=PACKAGE_PARENT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-    assert completed.returncode == 0, completed.stdout + completed.stderr
 
 
 def test_new_study_stores_objectives_identity_and_info(make_study, experiment_ref, storage):

@@ -1,7 +1,7 @@
 """A small stored study for the tests of records, report and dashboard, made with a fake runner.
 
-Not a conftest pytest loads by itself: the test files import :func:`build_demo_study` and wrap it
-in their own fixtures. Nothing is trained; no TensorFlow is imported. With
+The test files import :func:`build_demo_study` and wrap it in fixtures (tests/unit/conftest.py
+has the shared ones). Nothing is trained; no TensorFlow is imported. With
 ``runner=profiling_runner`` the trials also carry an input ablation (37% input), a recompilation
 check (flagged with XLA) and, as the ``profile`` mode asks, a fake CPU profile (XProf: 3% input,
 a window twice as slow as the timed ones); ``failing_rerun_runner`` fails every profiling re-run.
@@ -27,12 +27,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from fake_trials import EXPERIMENT_SOURCE, SPACE, fake_result, profiled_result
-
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import TrialFailure
 from autotune.result import RunResult
 from autotune.study import Study, TrialRunner
+from tests.support.fake_trials import EXPERIMENT_SOURCE, SPACE, fake_result, profiled_result
 
 
 def params(precision: str = "float32", jit_compile: bool = False, batch_size: int = 32) -> dict:
@@ -72,7 +71,7 @@ def profiling_runner(
 ) -> RunResult:
     """:func:`fake_runner` whose trials also carry an input ablation, a recompilation check
     (flagged with XLA) and, when ``settings.profile_dir`` is set, a CPU profile read by XProf
-    (see :func:`fake_trials.profiled_result`)."""
+    (see :func:`tests.support.fake_trials.profiled_result`)."""
     fake_runner(reference, config, settings, log_dir)  # the same failures
     return profiled_result(config, settings, window_spread=0.01)
 

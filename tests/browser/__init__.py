@@ -1,0 +1,1 @@
+"""Browser tests: the report and the dashboard in headless Chromium."""

@@ -1,0 +1,1 @@
+"""Integration tests: real TensorFlow trials of the fixture experiments (mostly slow)."""

@@ -1,0 +1,1 @@
+"""Unit tests: no TensorFlow, no training; fake trials and fake stored studies."""
