@@ -38,13 +38,18 @@ def _raise_terminated(signum: int, _frame: Any) -> None:
 
 #: The flag that sets each library argument an error can name
 #: (:attr:`autotune.exceptions.ConfigError.argument`).
-FLAGS = {"storage": "--storage", "study_name": "--study", "output": "-o/--output"}
+FLAGS = {
+    "storage": "--storage",
+    "study_name": "--study",
+    "output": "-o/--output",
+    "allow_mismatch": "--allow-mismatch",
+}
 
 
 def error_message(error: AutotuneError) -> str:
-    """The error's message, naming the flag of the argument at fault where there is one."""
-    if isinstance(error, ConfigError) and error.argument is not None:
-        return error.naming(FLAGS.get(error.argument, error.argument))
+    """The error's message, naming the flag of each argument it names where there is one."""
+    if isinstance(error, ConfigError):
+        return error.render(FLAGS)
     return str(error)
 
 

@@ -153,7 +153,7 @@ class Dashboard:
         study_name: the study; the storage's only study when None.
         refresh_seconds: seconds between two reads.
 
-    Raises ConfigError naming --storage or --study when the first read cannot find the study.
+    Raises ConfigError naming storage or study_name when the first read cannot find the study.
     """
 
     def __init__(
@@ -356,7 +356,7 @@ def create_app(
     storage: str, study_name: str | None = None, *, refresh_seconds: float = REFRESH_SECONDS
 ) -> dash.Dash:
     """A ``dash.Dash`` app showing study ``study_name`` of ``storage``, re-read every
-    ``refresh_seconds``. Raises ConfigError naming --storage or --study when there is none."""
+    ``refresh_seconds``. Raises ConfigError naming storage or study_name when there is none."""
     return Dashboard(storage, study_name, refresh_seconds=refresh_seconds).app()
 
 

@@ -8,6 +8,7 @@ the study goes on.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal, get_args
 
 FailureKind = Literal[
@@ -35,23 +36,39 @@ class ConfigError(AutotuneError, ValueError):
         message: what is wrong, ending in what was received.
         argument: the library argument at fault (for example "storage" or "study_name"), when
             one is; the message then follows its name: ``str(error)`` is
-            ``"<argument> <message>"``. The CLI shows the flag that sets the argument instead
-            (see :meth:`naming`), so the library itself never names a flag.
+            ``"<argument> <message>"``.
+        mentions: other library arguments the message refers to, each written ``{name}`` in it
+            (a remedy such as "or {allow_mismatch} to resume anyway").
+
+    The CLI shows the flag that sets each argument instead (see :meth:`render`), so the library
+    itself never names a flag.
     """
 
     exit_code = 2
 
-    def __init__(self, message: str, *, argument: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, argument: str | None = None, mentions: tuple[str, ...] = ()
+    ) -> None:
         self.message = message
         self.argument = argument
-        super().__init__(self.naming(argument) if argument else message)
+        self.mentions = mentions
+        super().__init__(self.render({}))
+
+    def render(self, names: Mapping[str, str]) -> str:
+        """The message with the argument and every mention shown as ``names`` calls it (a CLI
+        flag), or by its own name where ``names`` has none."""
+        text = self.message
+        for mention in self.mentions:
+            text = text.replace("{" + mention + "}", names.get(mention, mention))
+        if self.argument is None:
+            return text
+        name = names.get(self.argument, self.argument)
+        return f"{name}{'' if text.startswith(':') else ' '}{text}"
 
     def naming(self, name: str) -> str:
         """The message after ``name`` (a flag such as "--storage"), or alone without an
         argument."""
-        if self.argument is None:
-            return self.message
-        return f"{name}{'' if self.message.startswith(':') else ' '}{self.message}"
+        return self.render({self.argument: name} if self.argument else {})
 
 
 class ExperimentError(ConfigError):

@@ -115,15 +115,15 @@ def render_report(records: StudyRecords) -> str:
     )
 
 
-def write_report(records: StudyRecords, path: str | Path) -> Path:
-    """Writes :func:`render_report` to ``path`` and returns it; ConfigError naming -o when the
-    file cannot be written."""
-    path = Path(path)
+def write_report(records: StudyRecords, output: str | Path) -> Path:
+    """Writes :func:`render_report` to the file ``output`` and returns its path; ConfigError
+    naming ``output`` when the file cannot be written."""
+    path = Path(output)
     text = render_report(records)
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as error:
         raise ConfigError(
-            f"-o/--output: report file {str(path)!r} cannot be written: {error.strerror}"
+            f": report file {str(path)!r} cannot be written: {error.strerror}", argument="output"
         ) from error
     return path

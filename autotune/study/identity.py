@@ -112,7 +112,8 @@ def check(
         raise ConfigError(
             f"study {study.study_name!r} in {storage_url!r} was made with different settings "
             f"({'; '.join(found)}); resuming would mix incomparable results. Use "
-            "another --study name, or --allow-mismatch to resume anyway"
+            "another {study_name}, or {allow_mismatch} to resume anyway",
+            mentions=("study_name", "allow_mismatch"),
         )
     if found and ledger:
         allowed = list(study.user_attrs.get(MISMATCHES_KEY, []))

@@ -113,6 +113,19 @@ def test_the_cli_shows_the_flag_of_the_argument_at_fault(argument, flag):
     assert not str(error).startswith("-")
 
 
+def test_arguments_a_message_mentions_are_shown_as_their_flags_by_the_cli():
+    from autotune.cli import error_message
+
+    error = ConfigError(
+        "differs ({'a': 1}); use another {study_name}, or {allow_mismatch}",
+        mentions=("study_name", "allow_mismatch"),
+    )
+
+    assert str(error) == "differs ({'a': 1}); use another study_name, or allow_mismatch"
+    assert error_message(error) == "differs ({'a': 1}); use another --study, or --allow-mismatch"
+    assert error.render({"study_name": "NAME"}).endswith("another NAME, or allow_mismatch")
+
+
 def test_storage_errors_name_no_flag():
     from autotune.storage import check_url
 

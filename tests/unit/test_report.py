@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 import autotune
-from autotune.cli import main
+from autotune.cli import error_message, main
 from autotune.exceptions import ConfigError
 from autotune.recipe import Recipe
 from autotune.records import StudyRecords, load_records
@@ -508,8 +508,10 @@ def test_write_report(records: StudyRecords, tmp_path: Path) -> None:
     path = write_report(records, tmp_path / "r.html")
 
     assert path.read_text(encoding="utf-8").count('class="plotly-graph-div"') == 5
-    with pytest.raises(ConfigError, match=r"-o/--output: report file .* cannot be written"):
+    with pytest.raises(ConfigError) as info:
         write_report(records, tmp_path / "missing" / "r.html")
+    assert info.value.argument == "output"
+    assert re.match(r"-o/--output: report file .* cannot be written", error_message(info.value))
 
 
 # --------------------------------------------------------------------------------------------

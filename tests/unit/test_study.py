@@ -923,10 +923,11 @@ def test_reopening_with_another_tolerance_is_refused(make_study, storage):
     with pytest.raises(ConfigError) as info:
         make_study(tolerance=2.0)
 
-    message = str(info.value)
+    message = error_message(info.value)
     assert f"study 'fake-fake' in {storage!r} was made with different settings" in message
     assert "tolerance: stored 1.5, now 2.0" in message
     assert "--allow-mismatch" in message
+    assert "allow_mismatch" in str(info.value) and "--" not in str(info.value)
     assert "space:" not in message
 
 
