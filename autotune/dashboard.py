@@ -9,12 +9,22 @@ its recipe JSON with a copy button.
 SQLite allows one writer at a time: a read that meets a writer waits (the storage's busy timeout)
 and, if the database still reports itself busy or locked, the dashboard keeps the last records it
 read and says "storage busy, retrying" instead of failing. No TensorFlow here.
+
+Stored strings are data, never markup: the page title is HTML-escaped (Dash puts ``app.title``
+into its page as it is), React escapes component text and the report's figures their text. A
+request whose Host header names another site (DNS rebinding: :func:`allowed_hosts`) gets 400.
 """
 
 from __future__ import annotations
 
 import hashlib
+import html
+import ipaddress
+import re
+import socket
 import threading
+import urllib.parse
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import optuna
@@ -52,6 +62,12 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     optuna.exceptions.StorageInternalError,
 )
 BUSY_NOTE = "storage busy, retrying"
+#: The names of this machine every dashboard answers to, whatever it listens on.
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+#: Listening on these means every address of this machine.
+WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
+#: The answer (400) to a request whose Host header names another site.
+HOST_REFUSED = "autotune dashboard: the Host header names another site; open this machine's.\n"
 CLICK_PROMPT = "Click a point of the Pareto figure to see its curve, step time and recipe."
 
 
@@ -138,6 +154,90 @@ def records_stamp(records: StudyRecords) -> str:
         for r in records.trials
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def page_title(study_name: str) -> str:
+    """The page's ``<title>`` text, HTML-escaped: Dash inserts ``app.title`` into its index page
+    unescaped (and replaces ``{%...%}`` placeholders after it, so braces are escaped too)."""
+    return html.escape(f"autotune: {study_name}").replace("{", "&#123;").replace("}", "&#125;")
+
+
+def _plain_host(host: str) -> str:
+    return host.strip().strip("[]").rstrip(".").lower()
+
+
+def is_loopback(host: str) -> bool:
+    """Whether listening on ``host`` keeps the dashboard on this machine: "localhost", or an
+    address (or a name that resolves only to addresses) of the loopback interface."""
+    plain = _plain_host(host)
+    if plain in WILDCARD_HOSTS or plain == "localhost":
+        return plain == "localhost"
+    try:  # an address resolves to itself, without asking DNS
+        infos = socket.getaddrinfo(plain, None)
+    except OSError:
+        return False
+    return bool(infos) and all(
+        ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback for info in infos
+    )
+
+
+def _machine_names() -> set[str]:
+    """This machine's host names and the addresses of its interfaces."""
+    import psutil
+
+    names = {socket.gethostname(), socket.getfqdn()}
+    for addresses in psutil.net_if_addrs().values():
+        for address in addresses:
+            if address.family in (socket.AF_INET, socket.AF_INET6):
+                names.add(str(address.address).split("%")[0])
+    return {_plain_host(n) for n in names if n}
+
+
+def allowed_hosts(host: str, extra: Iterable[str] = ()) -> frozenset[str]:
+    """The host names (lower case, no port, IPv6 without brackets) a request's Host header may
+    name when the dashboard listens on ``host``: the loopback names, ``host`` itself, and for a
+    wildcard ``host`` ("0.0.0.0", "::") this machine's names and interface addresses; plus
+    ``extra`` (say, a name other machines reach this one by)."""
+    names = set(LOOPBACK_NAMES) | {_plain_host(n) for n in extra}
+    plain = _plain_host(host)
+    if plain in WILDCARD_HOSTS:
+        names |= _machine_names()
+    else:
+        names.add(plain)
+    return frozenset(names)
+
+
+def split_host_header(value: str) -> tuple[str, int | None]:
+    """(host name, port) of a Host header: "[::1]:8050" -> ("::1", 8050), "Example." ->
+    ("example", None). ValueError for a bad port or a character no host name holds."""
+    if not value.strip() or re.search(r"[@/?#\\\s]", value.strip()):
+        raise ValueError(f"not a Host header: {value!r}")
+    parts = urllib.parse.urlsplit("//" + value.strip())
+    return _plain_host(parts.hostname or ""), parts.port
+
+
+def host_allowed(value: str | None, names: frozenset[str], port: int | None) -> bool:
+    """Whether Host header ``value`` names one of ``names`` (and ``port``, when given; a
+    header without a port means port 80)."""
+    try:
+        name, asked = split_host_header(value or "")
+    except ValueError:
+        return False
+    return name in names and (port is None or (asked or 80) == port)
+
+
+def exposure_warning(host: str, port: int) -> str | None:
+    """A warning to print when listening on ``host`` puts the dashboard beyond this machine;
+    None for a loopback address."""
+    if is_loopback(host):
+        return None
+    where = "every address of this machine" if _plain_host(host) in WILDCARD_HOSTS else host
+    return (
+        f"WARNING: the dashboard listens on {where} (port {port}), beyond this machine: anyone "
+        "who can reach that port sees the whole study (names, configurations, log folders); "
+        "there is no login. Requests whose Host header is not this machine's name or address "
+        "get 400. Use --host 127.0.0.1 unless the network is trusted."
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -233,7 +333,8 @@ class Dashboard:
             empty = curves_figure(curves_info(self.records, []), "Validation curve")
             return CLICK_PROMPT, empty, breakdown_figure(breakdown_info(self.records, [])), ""
         prefix = "" if key is not None else "recommended at the study's tolerance: "
-        curve = curves_figure(selection.curves, f"Validation curve: {selection.title}")
+        # Plotly reads a figure title as HTML-like markup; the H3 is text (React escapes it).
+        curve = curves_figure(selection.curves, f"Validation curve: {html.escape(selection.title)}")
         curve.update_layout(uirevision=selection.key)
         breakdown = breakdown_figure(selection.breakdown, "Step time against the baseline")
         return prefix + selection.title, curve, breakdown, selection.recipe_json
@@ -306,14 +407,18 @@ class Dashboard:
             style={"fontFamily": "system-ui, sans-serif", "margin": "1em 2em"},
         )
 
-    def app(self) -> dash.Dash:
-        """The Dash app with this dashboard's layout and callbacks."""
+    def app(
+        self, host: str = "127.0.0.1", port: int | None = None, extra_hosts: Iterable[str] = ()
+    ) -> dash.Dash:
+        """The Dash app with this dashboard's layout and callbacks, to serve on ``host`` and
+        ``port`` (any when None); other Host headers get 400 (:func:`allowed_hosts`)."""
         from autotune._plotly import require
 
         require("dash")
         from dash import Dash, Input, Output, State
 
-        app = Dash(__name__, title=f"autotune: {self.study_name}", update_title="")
+        app = Dash(__name__, title=page_title(self.study_name), update_title="")
+        _guard_host(app.server, allowed_hosts(host, extra_hosts), port)
         app.layout = self.layout  # called for every page load, with the latest records
         app.callback(
             Output("records-stamp", "data"),
@@ -347,17 +452,37 @@ class Dashboard:
         return app
 
 
+def _guard_host(server: Any, names: frozenset[str], port: int | None) -> None:
+    """Makes the Flask ``server`` answer 400 to a request whose Host header is not allowed."""
+    from flask import request
+
+    def check_host() -> Any:
+        if host_allowed(request.headers.get("Host"), names, port):
+            return None
+        return HOST_REFUSED, 400, {"Content-Type": "text/plain; charset=utf-8"}
+
+    server.before_request(check_host)
+
+
 def _first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return text[0][:120] if text else type(error).__name__
 
 
 def create_app(
-    storage: str, study_name: str | None = None, *, refresh_seconds: float = REFRESH_SECONDS
+    storage: str,
+    study_name: str | None = None,
+    *,
+    refresh_seconds: float = REFRESH_SECONDS,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    extra_hosts: Iterable[str] = (),
 ) -> dash.Dash:
     """A ``dash.Dash`` app showing study ``study_name`` of ``storage``, re-read every
-    ``refresh_seconds``. Raises ConfigError naming storage or study_name when there is none."""
-    return Dashboard(storage, study_name, refresh_seconds=refresh_seconds).app()
+    ``refresh_seconds``, to serve on ``host`` and ``port`` (see :meth:`Dashboard.app`).
+    Raises ConfigError naming storage or study_name when there is none."""
+    dashboard = Dashboard(storage, study_name, refresh_seconds=refresh_seconds)
+    return dashboard.app(host, port, extra_hosts)
 
 
 __all__ = [
@@ -365,8 +490,11 @@ __all__ = [
     "REFRESH_SECONDS",
     "Dashboard",
     "Selection",
+    "allowed_hosts",
     "clicked_key",
     "create_app",
+    "exposure_warning",
+    "page_title",
     "records_stamp",
     "selection_info",
 ]

@@ -1,12 +1,20 @@
-"""Rich renderings of results for people. JSON output lives in the CLI; this is the table view."""
+"""Rich renderings of results for people. JSON output lives in the CLI; this is the table view.
+
+Every string that comes from data (study, experiment and space names, failure messages and log
+tails, paths, effective settings) goes through :func:`safe` before it joins Rich markup, or
+:func:`plain` where it is printed without markup: a name such as ``exp[/v2]`` is text, never a
+closing tag (Rich raises MarkupError on those), and a control character such as ESC is shown as
+``\\x1b``, never sent to the terminal.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as _escape_markup
 from rich.table import Table
 
 from autotune.exceptions import TrialFailure
@@ -22,6 +30,22 @@ if TYPE_CHECKING:
 TOP_OPS_SHOWN = 3
 #: What :func:`trial_line` and :func:`trials_table` say when XLA recompiled while timed.
 RECOMPILED = "XLA RECOMPILED"
+
+
+#: C0 and C1 control characters but tab and newline: ESC starts terminal escape sequences.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def plain(text: object) -> str:
+    """``str(text)`` with each control character (but tab and newline) written as ``\\xNN``,
+    so printing it cannot move the cursor, recolour or retitle the terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+
+
+def safe(text: object) -> str:
+    """``str(text)`` ready to join Rich markup: control characters as with :func:`plain` and
+    every "[" that could open a tag escaped, so Rich prints it as it is."""
+    return _escape_markup(plain(text))
 
 
 def _bytes(value: int | None) -> str:
@@ -49,8 +73,8 @@ def _profile_rows(summary: Table, result: RunResult) -> None:
     data = result.to_dict()
     verdict = input_verdict(data["profile"], data["input_ablation"])
     if verdict is not None:
-        summary.add_row("input verdict", escape(verdict_of(data)))
-        summary.add_row("verdict from", escape(f"{verdict.source}: {verdict.why}"))
+        summary.add_row("input verdict", safe(verdict_of(data)))
+        summary.add_row("verdict from", safe(f"{verdict.source}: {verdict.why}"))
     if result.input_ablation is not None:
         ablation = result.input_ablation
         summary.add_row(
@@ -63,17 +87,17 @@ def _profile_rows(summary: Table, result: RunResult) -> None:
     if profile is not None:
         summary.add_row(
             "xprof",
-            escape(
+            safe(
                 f"{profile.verdict}: {profile.input_fraction:.0%} of the profiled step waiting "
                 f"for input ({profile.device_type or 'unknown device'}, {profile.steps} steps)"
             ),
         )
         if profile.statement:
-            summary.add_row("xprof says", escape(profile.statement))
+            summary.add_row("xprof says", safe(profile.statement))
         if profile.top_ops:
             summary.add_row(
                 "top ops",
-                escape(
+                safe(
                     "\n".join(
                         f"{op.name} ({op.type}, {op.host_or_device}): {op.self_ms:,.2f} ms, "
                         f"{op.fraction:.0%}"
@@ -83,7 +107,7 @@ def _profile_rows(summary: Table, result: RunResult) -> None:
             )
         if profile.sixteen_bit_fraction is not None:
             summary.add_row("16-bit share", f"{profile.sixteen_bit_fraction:.0%} of device compute")
-        summary.add_row("profile", escape(f"tensorboard --logdir {profile.log_dir}"))
+        summary.add_row("profile", safe(f"tensorboard --logdir {profile.log_dir}"))
         cost = f"{profile.capture_seconds:.1f} s outside the timed windows"
         slowdown = (
             profile.slowdown(result.throughput.median) if result.throughput is not None else None
@@ -93,10 +117,10 @@ def _profile_rows(summary: Table, result: RunResult) -> None:
             cost += f"; the profiled window ran {abs(slowdown):.0%} {pace} than the timed ones"
         summary.add_row("profiling cost", cost)
     if result.profile_error:
-        summary.add_row("profile error", f"[red]{escape(result.profile_error)}[/]")
+        summary.add_row("profile error", f"[red]{safe(result.profile_error)}[/]")
     if result.recompilation is not None and result.recompilation.message:
         style = "red" if result.recompilation.flagged else "yellow"
-        summary.add_row("recompilation", f"[{style}]{escape(result.recompilation.message)}[/]")
+        summary.add_row("recompilation", f"[{style}]{safe(result.recompilation.message)}[/]")
 
 
 def breakdown_table(result: RunResult) -> Table | None:
@@ -131,7 +155,7 @@ def breakdown_table(result: RunResult) -> Table | None:
 def show_result(console: Console, result: RunResult) -> None:
     """Prints a measured trial: throughput, compile time, input verdict, profile (breakdown,
     top operations, log folder, cost), recompilation, curve and effective settings."""
-    summary = Table(title=f"Trial {result.config.describe()}", show_header=False)
+    summary = Table(title=f"Trial {safe(result.config.describe())}", show_header=False)
     summary.add_column(style="bold")
     summary.add_column()
     summary.add_row("throughput", format_throughput(result.throughput))
@@ -148,21 +172,25 @@ def show_result(console: Console, result: RunResult) -> None:
         )
     _profile_rows(summary, result)
     if result.stopped_early:
-        summary.add_row("stopped early", result.stopped_early)
+        summary.add_row("stopped early", safe(result.stopped_early))
     for key in ("dtype_policy", "jit_compile", "loss_scaling", "learning_rate"):
-        summary.add_row(key, str(result.effective.get(key)))
+        summary.add_row(key, safe(result.effective.get(key)))
     if result.effective.get("jit_compile_requested") != result.effective.get("jit_compile"):
         summary.add_row("note", "jit_compile was requested but Keras turned it off")
     head = result.effective.get("output_dtype_found")
     fix = result.effective.get("head_fix")
-    summary.add_row("output layer", f"{head}" + (f" -> float32 (fixed: {fix})" if fix else ""))
+    summary.add_row(
+        "output layer", safe(f"{head}" + (f" -> float32 (fixed: {fix})" if fix else ""))
+    )
     pipeline = result.effective.get("pipeline", {})
-    summary.add_row("pipeline", ", ".join(f"{k}={v}" for k, v in pipeline.items()))
+    summary.add_row("pipeline", safe(", ".join(f"{k}={v}" for k, v in pipeline.items())))
     summary.add_row(
         "memory",
         f"host peak {_bytes(result.peak_host_bytes)}; device {_bytes(result.peak_device_bytes)}",
     )
-    summary.add_row("phases", ", ".join(f"{k} {v:.1f} s" for k, v in result.phase_seconds.items()))
+    summary.add_row(
+        "phases", safe(", ".join(f"{k} {v:.1f} s" for k, v in result.phase_seconds.items()))
+    )
     console.print(summary)
     breakdown = breakdown_table(result)
     if breakdown is not None:
@@ -176,16 +204,16 @@ def show_result(console: Console, result: RunResult) -> None:
         console.print(curve)
         if result.final_metrics:
             console.print(
-                "final: " + ", ".join(f"{k}={v:.4f}" for k, v in result.final_metrics.items())
+                "final: " + safe(", ".join(f"{k}={v:.4f}" for k, v in result.final_metrics.items()))
             )
 
 
 def show_failure(console: Console, failure: TrialFailure) -> None:
     """Prints a failed trial: kind, message and the end of its log."""
-    console.print(f"[bold red]trial failed[/] ({failure.kind}): {failure.message}")
+    console.print(f"[bold red]trial failed[/] ({safe(failure.kind)}): {safe(failure.message)}")
     if failure.log_tail:
         console.print("[dim]last lines of the trial log:[/]")
-        console.print(failure.log_tail, markup=False, highlight=False)
+        console.print(plain(failure.log_tail), markup=False, highlight=False)
 
 
 def trial_line(row: TrialRow) -> str:
@@ -193,18 +221,18 @@ def trial_line(row: TrialRow) -> str:
     feasibility, input verdict with its source ('highly input-bound 37% (ablation; xprof 3%)')
     and XLA RECOMPILED when XLA recompiled while timed."""
     config = row.config.describe() if row.config else "(no configuration)"
-    head = f"trial {row.number:>3}  {config}"
+    head = f"trial {row.number:>3}  {safe(config)}"
     if row.state == "failed":
-        return f"{head}  [red]failed ({row.failure_kind})[/]: {row.reason}"
+        return f"{head}  [red]failed ({safe(row.failure_kind)})[/]: {safe(row.reason)}"
     throughput = format_throughput(row.throughput) if row.throughput else ""
     if row.state == "pruned":
-        return f"{head}  {throughput}  [yellow]pruned[/]: {row.reason}"
+        return f"{head}  {throughput}  [yellow]pruned[/]: {safe(row.reason)}"
     verdict = (
         "[green]feasible[/]" if row.feasible else "[red]infeasible[/] (fidelity over tolerance)"
     )
     copy = f" (same as trial {row.duplicate_of})" if row.duplicate_of is not None else ""
     fidelity = f"fidelity {row.fidelity:.2f}" if row.fidelity is not None else ""
-    inputs = f"  {escape(row.verdict_text)}" if row.verdict_text else ""
+    inputs = f"  {safe(row.verdict_text)}" if row.verdict_text else ""
     recompiled = f"  [bold red]{RECOMPILED}[/]" if row.recompiled else ""
     return f"{head}  {throughput}  {fidelity}  {verdict}{copy}{inputs}{recompiled}"
 
@@ -215,18 +243,18 @@ def profile_line(number: int, entry: Mapping[str, Any]) -> str:
     head = f"profile of trial {number:>3} (Pareto re-run)"
     if not entry.get("profile"):
         why = entry.get("profile_error") or "no profile"
-        return f"{head}  [red]no profile[/]: {escape(str(why))}"
+        return f"{head}  [red]no profile[/]: {safe(str(why))}"
     inputs = verdict_of(entry) or "-"
     recompiled = f"  [bold red]{RECOMPILED}[/]" if _recompiled(entry) else ""
     log_dir = entry["profile"].get("log_dir") or entry.get("log_dir")
-    return f"{head}  {escape(inputs)}{recompiled}  " + escape(f"tensorboard --logdir {log_dir}")
+    return f"{head}  {safe(inputs)}{recompiled}  " + safe(f"tensorboard --logdir {log_dir}")
 
 
 def baseline_line(seed: int, result: RunResult) -> str:
     """One line per baseline run."""
     what = format_throughput(result.throughput) if result.throughput else "curve only"
     losses = " ".join(f"{p.val_loss:.3f}" for p in result.curve)
-    return f"baseline seed {seed}  {result.config.describe()}  {what}  val loss: {losses}"
+    return f"baseline seed {seed}  {safe(result.config.describe())}  {what}  val loss: {losses}"
 
 
 def trials_table(rows: list[TrialRow], title: str) -> Table:
@@ -255,21 +283,21 @@ def trials_table(rows: list[TrialRow], title: str) -> Table:
         if row.state == "complete":
             state = "feasible" if row.feasible else "infeasible"
         elif row.state == "failed":
-            state = f"failed: {row.failure_kind}"
+            state = f"failed: {safe(row.failure_kind)}"
         if row.duplicate_of is not None:
             state += f" (= #{row.duplicate_of})"
         if row.recompiled:
             state += f" [bold red]{RECOMPILED}[/]"
         if row.profile_log_dir:
             rerun_mark = " (re-run)" if row.profile_source == "rerun" else ""
-            where = escape(row.profile_log_dir + rerun_mark)
+            where = safe(row.profile_log_dir + rerun_mark)
         elif row.profile_error:
-            where = f"[red]none[/]: {escape(row.profile_error)}"
+            where = f"[red]none[/]: {safe(row.profile_error)}"
         else:
             where = "-"
-        config = row.config.describe() if row.config else "-"
+        config = safe(row.config.describe()) if row.config else "-"
         table.add_row(
-            str(row.number), config, rate, fidelity, state, escape(row.verdict_text or "-"), where
+            str(row.number), config, rate, fidelity, state, safe(row.verdict_text or "-"), where
         )
     return table
 
@@ -285,7 +313,7 @@ def show_recipe(console: Console, recipe: Recipe) -> None:
     table.add_column(style="bold")
     table.add_column()
     for key, value in recipe.config.to_dict().items():
-        table.add_row(key, str(value))
+        table.add_row(safe(key), safe(value))
     if recipe.learning_rate is not None:
         table.add_row("learning_rate", f"{recipe.learning_rate:g}")
     if recipe.throughput:
@@ -302,4 +330,4 @@ def show_recipe(console: Console, recipe: Recipe) -> None:
         table.add_row("fidelity", f"{recipe.fidelity:.2f} (tolerance {recipe.tolerance:g})")
     console.print(table)
     if recipe.note:
-        console.print(recipe.note)
+        console.print(safe(recipe.note))

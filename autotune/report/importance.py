@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from autotune import _plotly
 from autotune.records import StudyRecords
-from autotune.report._style import _empty_note
+from autotune.report._style import _empty_note, trace_uid
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
@@ -93,7 +93,7 @@ def importance_figure(info: ImportanceInfo) -> Any:
     go, make_subplots = _plotly.go, _plotly.make_subplots
     names = list(info.importances) or ["throughput", "fidelity"]
     figure = make_subplots(
-        rows=1, cols=len(names), subplot_titles=[f"importance for {n}" for n in names]
+        rows=1, cols=len(names), subplot_titles=[f"importance for {html.escape(n)}" for n in names]
     )
     for col, name in enumerate(names, start=1):
         values = info.importances.get(name, {})
@@ -101,11 +101,11 @@ def importance_figure(info: ImportanceInfo) -> Any:
         figure.add_trace(
             go.Bar(
                 x=[v for _, v in ordered],
-                y=[k for k, _ in ordered],
+                y=[html.escape(k) for k, _ in ordered],
                 orientation="h",
-                name=name,
+                name=html.escape(name),
                 showlegend=False,
-                uid=f"importance-{name}",
+                uid=trace_uid(f"importance-{name}"),
                 hovertemplate="%{y}: %{x:.2f}<extra></extra>",
             ),
             row=1,

@@ -294,11 +294,12 @@ def pareto_figure(info: ParetoInfo, chosen_tolerance: float | None = None) -> An
 
 def _unplotted_lines(info: ParetoInfo, limit: int = 8) -> list[str]:
     lines = [
-        f"failed trial {t.number} ({t.what}): {html.escape(_shorten(t.reason, 100))}"
+        f"failed trial {t.number} ({html.escape(t.what)}): {html.escape(_shorten(t.reason, 100))}"
         for t in info.failed
     ]
     lines += [
-        f"trial {t.number} not plotted ({t.what}): {html.escape(_shorten(t.reason, 90))}"
+        f"trial {t.number} not plotted ({html.escape(t.what)}): "
+        f"{html.escape(_shorten(t.reason, 90))}"
         for t in info.not_plotted
     ]
     if len(lines) > limit:

@@ -123,3 +123,83 @@ def build_demo_study(
         study.optuna.enqueue_trial(config)
     study.optimize(n_trials=len(chosen))
     return DemoStudy(storage, study.name, reference, folder)
+
+
+# ------------------------------------------------------------------------------------------
+# A study whose every stored string is hostile (issue 13: markup and script injection)
+# ------------------------------------------------------------------------------------------
+
+#: Closes the page's <title> and runs script; also Rich markup that closes no open tag.
+HOSTILE_STUDY = "</title><script>alert('study')</script>exp[/v2][bold]x"
+#: The experiment's name: an HTML event handler and Rich markup.
+HOSTILE_EXPERIMENT = "<img src=x onerror=alert('experiment')>[/data/x]"
+#: The search space's name.
+HOSTILE_SPACE = "<b onmouseover=alert('space')>sp</b>[red]"
+#: A folder name for the experiment and space files (their paths are stored and shown).
+HOSTILE_FOLDER = "<svg onload=alert('path')>[bold]"
+#: A failure message: Rich markup, a Plotly link tag, a script and terminal control codes.
+HOSTILE_MESSAGE = (
+    "cannot read [/data/x] <a href='javascript:alert(1)'>link</a> "
+    "<script>alert('failure')</script> \x1b[31mred\x1b[0m"
+)
+#: Every hostile string above, for tests that look for any of them unescaped.
+HOSTILE_STRINGS = (
+    HOSTILE_STUDY,
+    HOSTILE_EXPERIMENT,
+    HOSTILE_SPACE,
+    HOSTILE_FOLDER,
+    HOSTILE_MESSAGE,
+)
+
+
+def hostile_runner(
+    reference: str, config: TrialConfig, settings: RunSettings, log_dir: Path | None
+) -> RunResult:
+    """:func:`profiling_runner` whose batch-size-16 and -512 trials fail with
+    :data:`HOSTILE_MESSAGE` (and a log tail of it)."""
+    if config.batch_size in (16, 512):
+        raise TrialFailure("exception", HOSTILE_MESSAGE, f"log tail: {HOSTILE_MESSAGE}")
+    return profiling_runner(reference, config, settings, log_dir)
+
+
+def build_hostile_study(folder: Path) -> DemoStudy:
+    """:func:`build_demo_study`'s trials, stored under hostile names: study
+    :data:`HOSTILE_STUDY`, experiment :data:`HOSTILE_EXPERIMENT`, space :data:`HOSTILE_SPACE`
+    loaded from a TOML file, both files in a folder named :data:`HOSTILE_FOLDER`, and the failed
+    trials' messages :data:`HOSTILE_MESSAGE`."""
+    import json
+
+    import optuna
+
+    from autotune.space import load_space
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    files = folder / HOSTILE_FOLDER
+    files.mkdir(parents=True, exist_ok=True)
+    experiment = files / "hostile_experiment.py"
+    experiment.write_text(
+        EXPERIMENT_SOURCE.replace('name="fake"', f"name={HOSTILE_EXPERIMENT!r}"), encoding="utf-8"
+    )
+    reference = f"{experiment}:fake"
+    space_file = files / "hostile_space.toml"
+    space_file.write_text(
+        f"name = {json.dumps(HOSTILE_SPACE)}\n\n[parameters]\n"
+        'precision = ["float32", "mixed_bfloat16", "mixed_float16"]\n'
+        "jit_compile = [false, true]\n"
+        "batch_size = [16, 32, 64, 128, 256, 512]\n",
+        encoding="utf-8",
+    )
+    storage = f"sqlite:///{folder / 'hostile.db'}"
+    study = Study(
+        reference,
+        load_space(space_file),
+        storage,
+        HOSTILE_STUDY,
+        runner=hostile_runner,
+        seed=0,
+        profile_mode="all",
+    )
+    for config in TRIALS:
+        study.optuna.enqueue_trial(config)
+    study.optimize(n_trials=len(TRIALS))
+    return DemoStudy(storage, study.name, reference, folder)

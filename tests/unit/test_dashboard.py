@@ -369,3 +369,181 @@ def test_dashboard_command_help() -> None:
     assert result.exit_code == 0
     for option in ("--storage", "--study", "--port", "--host"):
         assert option in result.output
+
+
+# --------------------------------------------------------------------------------------------
+# Hostile stored strings and the Host header (issue 13)
+# --------------------------------------------------------------------------------------------
+
+#: Tags of the hostile strings (tests/support/demo_study.py) as they would look unescaped.
+INJECTED = ("<script", "<img", "<svg", "<b onmouseover", "<a href", "</title>")
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> DemoStudy:
+    from tests.support.demo_study import build_hostile_study
+
+    return build_hostile_study(tmp_path_factory.mktemp("hostile"))
+
+
+def _strings(value: object) -> list[str]:
+    """Every string in a JSON-like value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def test_page_title_is_html_escaped() -> None:
+    from autotune.dashboard import page_title
+
+    assert page_title("</title><script>x</script>") == (
+        "autotune: &lt;/title&gt;&lt;script&gt;x&lt;/script&gt;"
+    )
+    assert page_title("a {%scripts%} & b") == "autotune: a &#123;%scripts%&#125; &amp; b"
+
+
+def test_index_page_of_a_hostile_study_has_no_injected_tag(hostile: DemoStudy) -> None:
+    import html
+    import re
+
+    from tests.support.demo_study import HOSTILE_STUDY
+
+    index = create_app(hostile.storage).server.test_client().get("/").get_data(as_text=True)
+
+    title = re.search(r"<title>(.*?)</title>", index, re.S)
+    assert title is not None
+    assert title.group(1) == html.escape(f"autotune: {HOSTILE_STUDY}")
+    assert index.count("<title>") == 1 and index.count("</title>") == 1
+    assert "<script>alert" not in index
+
+
+def test_figures_of_a_hostile_study_escape_every_stored_string(hostile: DemoStudy) -> None:
+    from tests.support.demo_study import HOSTILE_EXPERIMENT, HOSTILE_MESSAGE, HOSTILE_STUDY
+
+    board = Dashboard(hostile.storage)
+    layout = board.layout()
+    failed = board.records.trial(5)
+    figures = [find(layout, graph).figure for graph in ("pareto-graph", "selection-curve")] + [
+        find(layout, "selection-breakdown").figure,
+        board.pareto(None, 0.5),
+    ]
+    for key in ("baseline", "trial:2", f"trial:{failed.number}", "trial:4"):
+        _, curve, breakdown, _ = board.select(click(key))
+        figures += [curve, breakdown]
+
+    texts = [s for figure in figures for s in _strings(figure.to_plotly_json())]
+    for tag in INJECTED:
+        assert not [s for s in texts if tag in s], tag
+    assert failed.reason == HOSTILE_MESSAGE
+    assert any("&lt;script&gt;alert(&#x27;failure&#x27;)" in s for s in texts)
+    # Dash components hold plain text (React escapes it): the name as it is, never markup.
+    assert HOSTILE_EXPERIMENT in find(layout, "study-facts").children
+    assert layout.children[0].children == f"autotune: {HOSTILE_STUDY}"
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        ("localhost:8050", ("localhost", 8050)),
+        ("127.0.0.1", ("127.0.0.1", None)),
+        ("[::1]:8050", ("::1", 8050)),
+        ("Example.ORG.:80", ("example.org", 80)),
+    ],
+)
+def test_split_host_header(header: str, expected: tuple[str, int | None]) -> None:
+    from autotune.dashboard import split_host_header
+
+    assert split_host_header(header) == expected
+
+
+@pytest.mark.parametrize("header", ["", "::1", "localhost:x", "a:99999", "me@evil:80", "a/b:80"])
+def test_split_host_header_refuses_what_no_browser_sends(header: str) -> None:
+    from autotune.dashboard import split_host_header
+
+    with pytest.raises(ValueError):
+        split_host_header(header)
+
+
+def test_allowed_hosts_and_the_loopback_rule() -> None:
+    from autotune.dashboard import LOOPBACK_NAMES, allowed_hosts, host_allowed, is_loopback
+
+    local = allowed_hosts("127.0.0.1")
+    lan = allowed_hosts("192.0.2.7", extra=["Board.example"])
+    anywhere = allowed_hosts("0.0.0.0")
+
+    assert local == LOOPBACK_NAMES
+    assert lan == LOOPBACK_NAMES | {"192.0.2.7", "board.example"}
+    assert socket.gethostname().lower() in anywhere and "0.0.0.0" not in anywhere
+    assert host_allowed("localhost:8050", local, 8050)
+    assert host_allowed("[::1]:8050", local, 8050)
+    assert not host_allowed("localhost:8051", local, 8050)
+    assert not host_allowed("localhost", local, 8050)  # no port: 80
+    assert host_allowed("localhost", local, None)
+    assert not host_allowed("attacker.example:8050", local, 8050)
+    assert not host_allowed("", local, 8050) and not host_allowed(None, local, 8050)
+    assert not host_allowed("localhost:x", local, 8050)
+    assert all(is_loopback(h) for h in ("127.0.0.1", "localhost", "::1", "[::1]", "127.0.0.2"))
+    assert not any(is_loopback(h) for h in ("0.0.0.0", "::", "", "192.0.2.7"))
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "header", "status"),
+    [
+        ("127.0.0.1", 8050, "127.0.0.1:8050", 200),
+        ("127.0.0.1", 8050, "localhost:8050", 200),
+        ("127.0.0.1", 8050, "attacker.example:8050", 400),  # DNS rebinding
+        ("127.0.0.1", 8050, "127.0.0.1:9999", 400),
+        ("127.0.0.1", None, "localhost", 200),  # create_app's default: any port
+        ("192.0.2.7", 8050, "192.0.2.7:8050", 200),
+        ("192.0.2.7", 8050, "attacker.example:8050", 400),
+    ],
+)
+def test_requests_naming_another_host_get_400(
+    demo: DemoStudy, host: str, port: int | None, header: str, status: int
+) -> None:
+    client = create_app(demo.storage, host=host, port=port).server.test_client()
+
+    for path in ("/", "/_dash-layout", "/_dash-dependencies"):
+        response = client.get(path, headers={"Host": header})
+        assert response.status_code == status, (path, response.get_data(as_text=True))
+    if status == 400:
+        assert "Host header" in response.get_data(as_text=True)
+
+
+def test_exposure_warning_only_beyond_loopback() -> None:
+    from autotune.dashboard import exposure_warning
+
+    assert exposure_warning("127.0.0.1", 8050) is None
+    assert exposure_warning("localhost", 8050) is None
+    assert exposure_warning("::1", 8050) is None
+    wide = exposure_warning("0.0.0.0", 8050)
+    assert wide is not None and "every address of this machine (port 8050)" in wide
+    assert "anyone who can reach that port sees the whole study" in (
+        exposure_warning("192.0.2.7", 8050) or ""
+    )
+
+
+@pytest.mark.parametrize(("host", "warned"), [("0.0.0.0", True), ("127.0.0.1", False)])
+def test_dashboard_command_warns_loudly_beyond_localhost(
+    demo: DemoStudy, monkeypatch: pytest.MonkeyPatch, host: str, warned: bool
+) -> None:
+    served: dict = {}
+    monkeypatch.setattr(dash.Dash, "run", lambda self, **kw: served.update(kw, app=self))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    result = CliRunner().invoke(
+        main, ["dashboard", "--storage", demo.storage, "--host", host, "--port", str(port)]
+    )
+
+    assert result.exit_code == 0, result.output
+    assert served["host"] == host and served["port"] == port
+    assert ("WARNING: the dashboard listens on" in " ".join(result.stderr.split())) is warned
+    client = served["app"].server.test_client()
+    assert client.get("/", headers={"Host": f"localhost:{port}"}).status_code == 200
+    assert client.get("/", headers={"Host": f"attacker.example:{port}"}).status_code == 400

@@ -245,3 +245,124 @@ def test_fake_ablation_matches_its_fraction() -> None:
     assert result.throughput is not None
     assert fake_ablation(result.throughput).input_fraction == pytest.approx(ABLATION_INPUT)
     assert fake_profile(PLAIN, "/l").input_fraction == pytest.approx(0.03)
+
+
+# --------------------------------------------------------------------------------------------
+# Hostile strings (issue 13): data is printed as text, never read as Rich markup or sent to the
+# terminal as control codes
+# --------------------------------------------------------------------------------------------
+
+#: Rich markup that closes unopened tags (MarkupError before), opens a style, and an ESC code.
+HOSTILE = ("exp[/v2]", "[bold]x", "[/data/x]", "red \x1b[31mred\x1b[0m", "bell\x07 cr\r", "a\\")
+MESSAGE = "cannot read [/data/x] [bold]x exp[/v2] \x1b[31mred\x1b[0m"
+SHOWN = "cannot read [/data/x] [bold]x exp[/v2] \\x1b[31mred\\x1b[0m"
+
+
+def render_raw(*things: object) -> str:
+    """What the terminal receives (styles on), to look for control codes the data sent."""
+    out = io.StringIO()
+    console = Console(
+        file=out, width=300, force_terminal=True, color_system="standard", highlight=False
+    )
+    for thing in things:
+        console.print(thing)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_safe_prints_data_as_it_is_with_control_codes_made_visible(text: str) -> None:
+    from autotune.display import plain, safe
+
+    shown = render(f"[bold]{safe(text)}[/]").rstrip("\n")
+
+    assert shown == plain(text)
+    assert "\x1b" not in shown and "\r" not in shown and "\x07" not in shown
+    assert plain("tab\tand\nnewline") == "tab\tand\nnewline"
+    assert plain("\x1b[31m") == "\\x1b[31m"
+
+
+def test_trial_line_of_a_failed_or_pruned_trial_with_markup_in_its_message() -> None:
+    failed = row_of(
+        5, result_of(PLAIN, None), state="failed", failure_kind="exception", reason=MESSAGE
+    )
+    pruned = row_of(4, result_of(PLAIN, None), state="pruned", reason=MESSAGE)
+
+    failed_line, pruned_line = render(trial_line(failed)), render(trial_line(pruned))
+
+    assert f"failed (exception): {SHOWN}" in failed_line
+    assert f"pruned: {SHOWN}" in pruned_line
+
+
+def test_trial_line_sends_no_escape_code_from_the_data() -> None:
+    failed = row_of(
+        5, result_of(PLAIN, None), state="failed", failure_kind="exception", reason="\x1b[2J"
+    )
+
+    raw = render_raw(trial_line(failed))
+
+    assert "\x1b[2J" not in raw  # clear-screen, as the data had it
+    assert "\\x1b[2J" in raw
+
+
+def test_trials_table_and_profile_line_with_markup_in_errors_and_paths() -> None:
+    failed = row_of(
+        5, result_of(PLAIN, None), state="failed", failure_kind="exception", reason=MESSAGE
+    )
+    errored = row_of(
+        2, result_of(XLA, None), profile_log_dir=None, profile_error=f"re-run failed: {MESSAGE}"
+    )
+    folder = row_of(3, result_of(XLA, "/logs/[/data/x]"), profile_log_dir="/logs/[/data/x]")
+
+    table = render(trials_table([failed, errored, folder], "Trials"))
+    line = render(profile_line(3, {"log_dir": "/x", "profile_error": MESSAGE}))
+
+    assert "failed: exception" in table
+    assert "re-run failed: cannot read [/data/x]" in table
+    assert "/logs/[/data/x]" in table
+    assert f"no profile: {SHOWN}" in line
+
+
+def test_show_failure_prints_message_and_log_tail_as_text() -> None:
+    from autotune.display import show_failure
+    from autotune.exceptions import TrialFailure
+
+    out = console()
+    show_failure(out, TrialFailure("exception", MESSAGE, f"Traceback\n{MESSAGE}\n"))
+    text = out.export_text()
+
+    assert f"trial failed (exception): {SHOWN}" in text
+    assert f"Traceback\n{SHOWN}" in text
+    assert "\x1b" not in text
+
+
+def test_show_result_and_show_recipe_print_stored_strings_as_text() -> None:
+    from autotune.display import show_recipe
+    from autotune.recipe import Recipe
+
+    result = dataclasses.replace(
+        result_of(XLA),
+        profile_error=MESSAGE,
+        stopped_early=MESSAGE,
+        effective={**result_of(XLA).effective, "dtype_policy": "[bold]x", "head_fix": "[/v2]"},
+    )
+    out = console()
+    show_result(out, result)
+    recipe = Recipe(
+        config=PLAIN,
+        learning_rate=None,
+        throughput=None,
+        baseline_throughput=None,
+        speedup=None,
+        fidelity=None,
+        tolerance=1.5,
+        experiment="[/data/x]",
+        study="exp[/v2]",
+        storage="sqlite:///x.db",
+        trial=None,
+        note=MESSAGE,
+    )
+    show_recipe(out, recipe)
+    text = out.export_text()
+
+    assert text.count(SHOWN) == 3  # profile error, stopped early, the recipe's note
+    assert "[bold]x" in text and "[/v2]" in text
