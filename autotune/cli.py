@@ -1,82 +1,27 @@
-"""The ``autotune`` command. Errors become a one-line message and an exit code:
-2 for bad input (:class:`ConfigError`), 1 for a failed trial."""
+"""The ``autotune`` command. Errors become a one-line message and an exit code (see
+:mod:`autotune.cli_errors`): 2 for bad input, 1 for a failed trial."""
 
 from __future__ import annotations
 
 import json
-import signal
 import sys
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 
-from autotune.config import RunSettings, TrialConfig
-from autotune.exceptions import AutotuneError, ConfigError, TrialFailure
+from autotune.cli_errors import FLAGS, OneLineErrors, error_message, finite, handle_errors
+from autotune.config import LIMITS, RunSettings, TrialConfig
+from autotune.exceptions import ConfigError, TrialFailure
 from autotune.profile import PROFILE_MODES
 from autotune.result import RunResult
 from autotune.storage import DEFAULT_STORAGE
 
 if TYPE_CHECKING:
-    from autotune.records import TrialRow
-
-F = TypeVar("F", bound=Callable[..., Any])
+    from autotune.records import StudyRecords, TrialRow
 
 DEFAULT_EXPERIMENT = str(Path(__file__).resolve().parent.parent / "experiments" / "digits_cnn.py")
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C so the running trial is stopped and recorded the same way."""
-
-
-def _raise_terminated(signum: int, _frame: Any) -> None:
-    raise Terminated(signum)
-
-
-#: The flag that sets each library argument an error can name
-#: (:attr:`autotune.exceptions.ConfigError.argument`).
-FLAGS = {
-    "storage": "--storage",
-    "study_name": "--study",
-    "output": "-o/--output",
-    "allow_mismatch": "--allow-mismatch",
-}
-
-
-def error_message(error: AutotuneError) -> str:
-    """The error's message, naming the flag of each argument it names where there is one."""
-    if isinstance(error, ConfigError):
-        return error.render(FLAGS)
-    return str(error)
-
-
-def _handle_errors(command: F) -> F:
-    """Turns autotune's errors into a message on stderr and the error's exit code; Ctrl-C and
-    SIGTERM stop the running trial and exit 130 or 143 (128 + the signal's number)."""
-
-    @wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        previous = signal.signal(signal.SIGTERM, _raise_terminated)
-        try:
-            return command(*args, **kwargs)
-        except AutotuneError as error:
-            click.echo(f"autotune: error: {error_message(error)}", err=True)
-            sys.exit(error.exit_code)
-        except KeyboardInterrupt as interrupt:
-            number = signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT
-            click.echo(
-                f"autotune: stopped by {signal.Signals(number).name}; the running trial was "
-                "stopped and marked interrupted. Run the same command again to resume.",
-                err=True,
-            )
-            sys.exit(128 + number)
-        finally:
-            signal.signal(signal.SIGTERM, previous)
-
-    return wrapper  # type: ignore[return-value]
 
 
 def _read_config(value: str) -> TrialConfig:
@@ -93,7 +38,7 @@ def _read_config(value: str) -> TrialConfig:
     return TrialConfig.from_json(value, source="--config")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="autotune")
 def main() -> None:
     """Find the fastest way to train a Keras model without changing what it learns."""
@@ -109,9 +54,24 @@ def main() -> None:
     help="TrialConfig as JSON, or @file.json. Keys: batch_size, precision, jit_compile, "
     "prefetch, num_parallel_calls, shuffle_buffer.",
 )
-@click.option("--seed", default=0, show_default=True, help="Seed for weights and data order.")
-@click.option("--windows", default=7, show_default=True, help="Timed windows.")
-@click.option("--window-seconds", default=0.5, show_default=True, help="Target seconds per window.")
+@click.option(
+    "--seed",
+    type=click.IntRange(0, LIMITS["seed"]),
+    default=0,
+    show_default=True,
+    help="Seed for weights and data order.",
+)
+@click.option(
+    "--windows", type=click.IntRange(min=1), default=7, show_default=True, help="Timed windows."
+)
+@click.option(
+    "--window-seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    callback=finite,
+    default=0.5,
+    show_default=True,
+    help="Target seconds per window.",
+)
 @click.option(
     "--curve-samples",
     type=int,
@@ -120,7 +80,12 @@ def main() -> None:
 )
 @click.option("--no-curve", is_flag=True, help="Measure throughput only.")
 @click.option(
-    "--time-limit", default=600.0, show_default=True, help="Seconds before the trial is stopped."
+    "--time-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    callback=finite,
+    default=600.0,
+    show_default=True,
+    help="Seconds before the trial is stopped.",
 )
 @click.option(
     "--log-dir",
@@ -136,7 +101,7 @@ def main() -> None:
     "with XProf (tensorboard --logdir shows it).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@_handle_errors
+@handle_errors
 def trial(
     experiment: str,
     config_text: str,
@@ -156,9 +121,13 @@ def trial(
     the compile time, the validation curve and the settings that took effect.
     """
     from autotune.display import show_failure, show_result
+    from autotune.study.checks import check_log_root
     from autotune.trial.isolation import run_isolated
 
     config = _read_config(config_text)
+    for argument, folder in (("log_dir", log_dir), ("profile_dir", profile_dir)):
+        if folder is not None:
+            check_log_root(Path(folder).resolve(), argument=argument)
     settings = RunSettings(
         seed=seed,
         windows=windows,
@@ -226,17 +195,25 @@ def _quiet_optuna() -> None:
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
+    callback=finite,
     default=None,
     help="Stop starting trials after this many seconds.",
 )
 @click.option(
     "--tolerance",
     type=click.FloatRange(min=0, min_open=True),
+    callback=finite,
     default=1.5,
     show_default=True,
     help="Largest fidelity distance accepted, in units of the seed noise floor.",
 )
-@click.option("--seed", default=0, show_default=True, help="Sampler seed.")
+@click.option(
+    "--seed",
+    type=click.IntRange(0, LIMITS["seed"]),
+    default=0,
+    show_default=True,
+    help="Sampler seed.",
+)
 @click.option(
     "--allow-mismatch",
     is_flag=True,
@@ -248,10 +225,10 @@ def _quiet_optuna() -> None:
     default="all",
     show_default=True,
     help="Profile one steady window of every trial (all), re-run the Pareto-front trials with "
-    "profiling at the end (pareto), or never (off). Profiles go to autotune_logs/<study>/ "
+    "profiling at the end (pareto), or never (off). Profiles go to autotune_logs/<study>-<hash>/ "
     "beside the database: tensorboard --logdir shows them.",
 )
-@_handle_errors
+@handle_errors
 def run(
     experiment: str,
     space: str,
@@ -274,6 +251,7 @@ def run(
     from autotune.display import (
         baseline_line,
         profile_line,
+        safe,
         show_recipe,
         trial_line,
         trials_table,
@@ -294,8 +272,8 @@ def run(
     )
     done = study.finished_count()
     console.print(
-        f"study [bold]{study.name}[/] in {storage}: {done} of {n_trials} trials finished; "
-        f"space {study.space.name} ({study.space.size():,} configurations)"
+        f"study [bold]{safe(study.name)}[/] in {safe(storage)}: {done} of {n_trials} trials "
+        f"finished; space {safe(study.space.name)} ({study.space.size():,} configurations)"
     )
     with Progress(
         TextColumn("{task.description}"),
@@ -331,41 +309,38 @@ def run(
     show_recipe(console, study.best())
 
 
-def _open(storage: str, study_name: str | None) -> Any:
-    from autotune.study import load_study
+def _read(storage: str, study_name: str | None) -> StudyRecords:
+    """The stored study, read from the storage alone: no experiment is imported, no user code
+    runs and TensorFlow is not loaded, so a shared or moved database is safe to open."""
+    from autotune.records import load_records
 
     _quiet_optuna()
-    return load_study(storage, study_name)
+    return load_records(storage, study_name)
 
 
 @main.command()
 @STORAGE_OPTION
 @STUDY_OPTION
-@_handle_errors
+@handle_errors
 def status(storage: str, study_name: str | None) -> None:
-    """Show a stored study: baseline, noise floor and every trial."""
-    from autotune.display import format_throughput, trials_table
-    from autotune.measure import Estimate
+    """Show a stored study: baseline, noise floor and every trial (reads the storage only)."""
+    from autotune.display import format_throughput, safe, trials_table
 
-    study = _open(storage, study_name)
+    records = _read(storage, study_name)
     console = Console()
-    baseline = study.baseline()
-    runs = baseline.get("runs", {})
-    console.print(f"study [bold]{study.name}[/] in {storage}")
-    if "0" in runs:
-        console.print(f"baseline: {format_throughput(Estimate(**runs['0']['throughput']))}")
-    if "noise_floor" in baseline:
-        console.print(f"seed noise floor: {baseline['noise_floor']['value']:.4f} mean |log ratio|")
-    records = study.records()
-    counts: dict[str, int] = {}
-    for record in records:
-        counts[record.state] = counts.get(record.state, 0) + 1
+    baseline = records.baseline
+    console.print(f"study [bold]{safe(records.study_name)}[/] in {safe(storage)}")
+    if baseline.throughput is not None:
+        console.print(f"baseline: {format_throughput(baseline.throughput)}")
+    if baseline.noise_floor is not None:
+        console.print(f"seed noise floor: {baseline.noise_floor.value:.4f} mean |log ratio|")
+    counts = records.counts()
     console.print(
-        f"{study.finished_count()} finished trials; "
+        f"{records.finished_count()} finished trials; "
         + ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
     )
-    if records:
-        console.print(trials_table(records, "Trials"))
+    if records.trials:
+        console.print(trials_table(list(records.trials), "Trials"))
 
 
 @main.command()
@@ -373,17 +348,18 @@ def status(storage: str, study_name: str | None) -> None:
 @STUDY_OPTION
 @click.option(
     "--max-fidelity",
-    type=float,
+    type=click.FloatRange(min=0),
+    callback=finite,
     default=None,
     help="Largest fidelity distance accepted (default: the study's tolerance).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the recipe as JSON.")
-@_handle_errors
+@handle_errors
 def best(storage: str, study_name: str | None, max_fidelity: float | None, as_json: bool) -> None:
     """Print the fastest configuration within the fidelity tolerance."""
     from autotune.display import show_recipe
 
-    recipe = _open(storage, study_name).best(max_fidelity)
+    recipe = _read(storage, study_name).best(max_fidelity)
     if as_json:
         click.echo(json.dumps(recipe.to_dict(), indent=2, sort_keys=True))
     else:
@@ -403,16 +379,24 @@ def best(storage: str, study_name: str | None, max_fidelity: float | None, as_js
 )
 @click.option(
     "--max-fidelity",
-    type=float,
+    type=click.FloatRange(min=0),
+    callback=finite,
     default=None,
     help="Largest fidelity distance accepted (default: the study's tolerance).",
 )
-@_handle_errors
+@handle_errors
 def export(storage: str, study_name: str | None, output: str, max_fidelity: float | None) -> None:
     """Write the best configuration as a JSON recipe, for autotune.apply() in your own code."""
-    recipe = _open(storage, study_name).best(max_fidelity)
-    path = recipe.save(output)
-    click.echo(f"wrote {path}: {recipe.config.describe()} ({recipe.note})")
+    from autotune.display import plain
+    from autotune.outputs import check_output
+    from autotune.storage import storage_files
+
+    protected = storage_files(storage)
+    check_output(output, what="recipe file", protected=protected)
+    records = _read(storage, study_name)
+    recipe = records.best(max_fidelity)
+    path = recipe.save(output, protected=protected)
+    click.echo(f"wrote {path}: {recipe.config.describe()} ({plain(recipe.note)})")
 
 
 @main.command()
@@ -426,21 +410,20 @@ def export(storage: str, study_name: str | None, output: str, max_fidelity: floa
     show_default=True,
     help="Where to write the report (one HTML file that works offline).",
 )
-@_handle_errors
+@handle_errors
 def report(storage: str, study_name: str | None, output: str) -> None:
     """Write a study's report: Pareto front, curves, step times, importance, history, recipes.
 
     Reads the storage only; the experiment is not loaded and TensorFlow is not imported.
     """
-    from autotune.records import load_records
+    from autotune.display import plain
     from autotune.report import write_report
 
-    _quiet_optuna()
-    records = load_records(storage, study_name)
+    records = _read(storage, study_name)
     path = write_report(records, output)
     front = len(records.pareto())
     click.echo(
-        f"wrote {path}: study {records.study_name}, {len(records.trials)} trials, "
+        f"wrote {path}: study {plain(records.study_name)}, {len(records.trials)} trials, "
         f"{front} on the Pareto front"
     )
 
@@ -457,18 +440,21 @@ def report(storage: str, study_name: str | None, output: str) -> None:
     show_default=True,
     help="Address to listen on (127.0.0.1: this machine only).",
 )
-@_handle_errors
+@handle_errors
 def dashboard(storage: str, study_name: str | None, port: int, host: str) -> None:
     """Serve a live dashboard of a study, re-read every 2 s while it runs (Ctrl-C stops it).
 
     A fidelity-tolerance slider shows the fastest configuration within it; clicking a point of
     the Pareto figure shows its curve, step time and recipe JSON.
     """
-    from autotune.dashboard import create_app
+    from autotune.dashboard import create_app, exposure_warning
 
     _quiet_optuna()
-    app = create_app(storage, study_name)
+    app = create_app(storage, study_name, host=host, port=port)
     _check_listen(host, port)
+    warning = exposure_warning(host, port)
+    if warning:
+        Console(stderr=True).print(warning, style="bold red", markup=False, highlight=False)
     click.echo(f"autotune dashboard of {storage} on http://{host}:{port}/ (Ctrl-C stops it)")
     try:
         app.run(host=host, port=port, debug=False)
@@ -490,6 +476,9 @@ def _check_listen(host: str, port: int) -> None:
             f"--host/--port: cannot listen on {host}:{port} ({error.strerror or error}). "
             f"Received: --host {host} --port {port}"
         ) from error
+
+
+__all__ = ["FLAGS", "error_message", "main"]
 
 
 if __name__ == "__main__":

@@ -26,21 +26,49 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+#: The largest values accepted: far above any real job, low enough that a typo (1e20) or an
+#: overflow is refused before it reaches numpy or TensorFlow.
+LIMITS = {
+    "batch_size": 1 << 20,
+    "shuffle_buffer": 1 << 30,
+    "prefetch": 1 << 12,
+    "num_parallel_calls": 1 << 12,
+    "seed": 2**32 - 1,  # numpy's seed range
+}
+
+
+def _range_text(minimum: int, maximum: int | None) -> str:
+    return f">= {minimum}" if maximum is None else f">= {minimum} and <= {maximum:,}"
+
+
 def _check_int(owner: str, name: str, value: object, minimum: int) -> None:
-    if not _is_int(value) or value < minimum:  # type: ignore[operator]
+    maximum = LIMITS.get(name)
+    if not _is_int(value) or value < minimum or (maximum is not None and value > maximum):  # type: ignore[operator]
         raise ConfigError(
-            f"{owner}.{name} must be an integer >= {minimum}. Received: {name}={value!r}"
+            f"{owner}.{name} must be an integer {_range_text(minimum, maximum)}. "
+            f"Received: {name}={value!r}"
         )
 
 
 def _check_tunable(owner: str, name: str, value: object, minimum: int) -> None:
     if value == AUTOTUNE:
         return
-    if not _is_int(value) or value < minimum:  # type: ignore[operator]
+    maximum = LIMITS.get(name)
+    if not _is_int(value) or value < minimum or (maximum is not None and value > maximum):  # type: ignore[operator]
         raise ConfigError(
-            f"{owner}.{name} must be 'autotune' or an integer >= {minimum}. "
+            f"{owner}.{name} must be 'autotune' or an integer {_range_text(minimum, maximum)}. "
             f"Received: {name}={value!r}"
         )
+
+
+def is_positive_finite(value: object) -> bool:
+    """Whether ``value`` is a real number > 0 that is not infinite or NaN (bools are not)."""
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )
 
 
 def _from_mapping(cls: type[Any], data: object, source: str) -> Any:
@@ -207,9 +235,9 @@ class RunSettings:
             _check_int("RunSettings", "memory_limit_bytes", self.memory_limit_bytes, 1)
         for name in ("warmup_max_seconds", "window_seconds", "time_limit_seconds"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+            if not is_positive_finite(value):
                 raise ConfigError(
-                    f"RunSettings.{name} must be a number of seconds > 0. "
+                    f"RunSettings.{name} must be a number of seconds > 0 (finite). "
                     f"Received: {name}={value!r}"
                 )
         _check_int("RunSettings", "ablation_windows", self.ablation_windows, 1)

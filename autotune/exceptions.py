@@ -8,6 +8,7 @@ the study goes on.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Literal, get_args
 
@@ -15,7 +16,7 @@ FailureKind = Literal[
     "signal",  # the trial process was killed by a signal (segfault, SIGKILL, ...)
     "exit",  # the trial process exited with a non-zero code without reporting
     "timeout",  # the trial ran past its time limit and was stopped
-    "oom",  # out of memory: MemoryError, ResourceExhaustedError or over the memory limit
+    "oom",  # out of memory: MemoryError, ResourceExhaustedError, RESOURCE_EXHAUSTED, over the limit
     "xla_compile",  # XLA could not compile the training step
     "nan",  # the loss became NaN or infinite
     "exception",  # any other exception raised by the trial
@@ -98,3 +99,54 @@ class TrialFailure(AutotuneError):
 
     def to_dict(self) -> dict[str, str]:
         return {"kind": self.kind, "message": self.message, "log_tail": self.log_tail}
+
+
+#: Exception class names (anywhere in an exception's class hierarchy) that mean "out of memory":
+#: Python's, TensorFlow's ``tf.errors.ResourceExhaustedError``, PyTorch's and JAX's.
+OUT_OF_MEMORY_TYPES = frozenset(
+    {"MemoryError", "ResourceExhaustedError", "OutOfMemoryError", "ResourceExhaustedException"}
+)
+#: What an out-of-memory error says, in whatever class it comes: XLA's and TensorFlow's status
+#: code ``RESOURCE_EXHAUSTED`` (also inside a compilation error), "OOM when allocating tensor",
+#: "Out of memory while trying to allocate", CUDA's ``CUDA_ERROR_OUT_OF_MEMORY``.
+_OUT_OF_MEMORY_TEXT = re.compile(
+    r"resource[_ ]exhausted|out[_ ]of[_ ]memory|\boom when allocating", re.IGNORECASE
+)
+_CHAIN_LIMIT = 16
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """Whether ``error``, or an exception it was raised from or while handling, says the trial
+    ran out of memory: by its class name (:data:`OUT_OF_MEMORY_TYPES`, so no TensorFlow is
+    needed to tell) or by its message (``RESOURCE_EXHAUSTED``, "out of memory", ...)."""
+    current: BaseException | None = error
+    seen: set[int] = set()
+    while current is not None and id(current) not in seen and len(seen) < _CHAIN_LIMIT:
+        seen.add(id(current))
+        if any(cls.__name__ in OUT_OF_MEMORY_TYPES for cls in type(current).__mro__):
+            return True
+        try:
+            text = str(current)
+        except Exception:  # a broken __str__ says nothing
+            text = ""
+        if _OUT_OF_MEMORY_TEXT.search(text):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def failure_kind(error: BaseException, *, jit_compile: bool) -> FailureKind:
+    """The kind of failure an exception raised by a trial is: its own kind for a
+    :class:`TrialFailure`; ``oom`` when :func:`is_out_of_memory` (checked first, so XLA's
+    ``RESOURCE_EXHAUSTED`` while compiling is ``oom``); ``xla_compile`` for a TensorFlow
+    ``OpError`` (told by class name) that mentions XLA, JIT or compiling in a trial with
+    ``jit_compile``; else ``exception``."""
+    if isinstance(error, TrialFailure):
+        return error.kind
+    if is_out_of_memory(error):
+        return "oom"
+    text = str(error).lower()
+    op_error = any(cls.__name__ == "OpError" for cls in type(error).__mro__)
+    if jit_compile and op_error and ("xla" in text or "jit" in text or "compil" in text):
+        return "xla_compile"
+    return "exception"

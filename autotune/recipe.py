@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from autotune.config import AUTOTUNE, TrialConfig
 from autotune.exceptions import ConfigError
+from autotune.outputs import write_output
 
 RECIPE_FORMAT = 1
 
@@ -60,16 +62,12 @@ class Recipe:
         data["config"] = self.config.to_dict()
         return data
 
-    def save(self, path: str | Path) -> Path:
-        """Writes the recipe as JSON to ``path`` and returns the path."""
-        path = Path(path)
-        try:
-            path.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n", "utf-8")
-        except OSError as error:
-            raise ConfigError(
-                f"recipe file {str(path)!r} cannot be written: {error.strerror}"
-            ) from error
-        return path
+    def save(self, path: str | Path, *, protected: Iterable[Path] = ()) -> Path:
+        """Writes the recipe as JSON to ``path`` atomically and returns the path; never over a
+        symbolic link, an SQLite database or a ``protected`` file (see
+        :func:`autotune.outputs.write_output`)."""
+        text = json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+        return write_output(path, text, what="recipe file", protected=protected)
 
     @classmethod
     def load(cls, path: str | Path) -> Recipe:

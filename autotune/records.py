@@ -23,6 +23,7 @@ from typing import Any
 import optuna
 
 from autotune.exceptions import ConfigError
+from autotune.log_folders import default_log_root
 from autotune.profile_facts import (
     PROFILE_SOURCES,
     STEP_BREAKDOWN_COMPONENTS,
@@ -148,6 +149,10 @@ class StudyRecords:
             counts[row.state] = counts.get(row.state, 0) + 1
         return counts
 
+    def finished_count(self) -> int:
+        """Trials that count towards a study's ``n_trials`` (see :attr:`TrialRow.counts`)."""
+        return sum(row.counts for row in self.trials)
+
     def within(self, max_fidelity: float) -> list[TrialRow]:
         """The scored trials with fidelity <= ``max_fidelity``, duplicates of an earlier trial
         left out: what ``autotune best`` and the report count as "within the limit"."""
@@ -257,10 +262,9 @@ def _baseline_log_dir(url: str, name: str, trials: Sequence[TrialRow]) -> str | 
     for row in trials:
         if row.log_dir:
             return str(Path(row.log_dir).parent)
-    database = sqlite_path(url)
-    if database is None:
+    if sqlite_path(url) is None:
         return None
-    return str(database.resolve().parent / "autotune_logs" / name)
+    return str(default_log_root(url, name))
 
 
 def read_records(

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autotune.config import AUTOTUNE, PRECISIONS, RunSettings, TrialConfig
+from autotune.config import AUTOTUNE, LIMITS, PRECISIONS, RunSettings, TrialConfig
 from autotune.exceptions import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -173,10 +173,16 @@ def _check_value(source: str, name: str, key: str, value: object) -> None:
             raise _fail(source, key, "true or false", value)
     elif name in ("prefetch", "num_parallel_calls"):
         minimum = 0 if name == "prefetch" else 1
-        if value != AUTOTUNE and not (_is_int(value) and value >= minimum):  # type: ignore[operator]
-            raise _fail(source, key, f"'autotune' or an integer >= {minimum}", value)
-    elif name in ("batch_size", "shuffle_buffer") and not (_is_int(value) and value >= 1):  # type: ignore[operator]
-        raise _fail(source, key, "an integer >= 1", value)
+        if value != AUTOTUNE and not _in_range(value, minimum, LIMITS[name]):
+            raise _fail(
+                source, key, f"'autotune' or an integer >= {minimum} and <= {LIMITS[name]:,}", value
+            )
+    elif name in ("batch_size", "shuffle_buffer") and not _in_range(value, 1, LIMITS[name]):
+        raise _fail(source, key, f"an integer >= 1 and <= {LIMITS[name]:,}", value)
+
+
+def _in_range(value: object, low: int, high: int) -> bool:
+    return _is_int(value) and low <= value <= high  # type: ignore[operator]
 
 
 def _validate_parameter(source: str, key: str, parameter: object) -> None:
@@ -312,6 +318,15 @@ def load_space(path: str | Path) -> SearchSpace:
         raise ConfigError(f"search space file {source!r} is a directory") from error
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"search space file {source!r} is not valid TOML: {error}") from error
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            f"search space file {source!r} is not UTF-8 text (TOML must be): byte "
+            f"{error.object[error.start : error.start + 1]!r} at offset {error.start}"
+        ) from error
+    except OSError as error:
+        raise ConfigError(
+            f"search space file {source!r} cannot be read: {error.strerror or error}"
+        ) from error
     return space_from_dict(data, source)
 
 

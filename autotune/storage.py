@@ -44,6 +44,14 @@ def sqlite_path(url: str) -> Path | None:
     return None if path in ("", ":memory:") else Path(path)
 
 
+def storage_files(url: str) -> tuple[Path, ...]:
+    """The files an SQLite storage keeps (the database and its journals); none for a server."""
+    path = sqlite_path(url)
+    if path is None:
+        return ()
+    return (path, *(path.with_name(path.name + suffix) for suffix in ("-journal", "-wal", "-shm")))
+
+
 def check_url(url: str, *, must_exist: bool = False) -> None:
     """Raises ConfigError (argument "storage") when ``url`` cannot hold a study."""
     if not isinstance(url, str) or "://" not in url:
@@ -59,6 +67,12 @@ def check_url(url: str, *, must_exist: bool = False) -> None:
         )
     path = sqlite_path(url)
     if path is None:
+        if scheme == "sqlite":
+            raise ConfigError(
+                "must name a database file: in-memory SQLite would throw the whole study away "
+                f"when the command exits. Use for example {DEFAULT_STORAGE!r}. Received: {url!r}",
+                argument=STORAGE,
+            )
         return
     if must_exist and not path.is_file():
         raise ConfigError(
@@ -98,7 +112,47 @@ def open_storage(
                 heartbeat_stale_trial_callback=stale_trial_callback,
             )
     except Exception as error:  # SQLAlchemy raises many kinds; all mean "cannot open this"
-        raise ConfigError(f"{url!r} cannot be opened: {error}", argument=STORAGE) from error
+        raise ConfigError(
+            f"{url!r} cannot be opened: {database_error_text(error)}", argument=STORAGE
+        ) from error
+
+
+def _causes(error: BaseException) -> list[BaseException]:
+    found: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in found and len(found) < 16:
+        found.append(current)
+        current = current.__cause__ or current.__context__
+    return found
+
+
+def is_storage_error(error: BaseException) -> bool:
+    """Whether ``error`` (or what caused it) is the database failing: an SQLAlchemy or DB-API
+    error, or Optuna's StorageInternalError, rather than a bug or bad input."""
+    for cause in _causes(error):
+        module = type(cause).__module__
+        if module.startswith(("sqlalchemy", "sqlite3", "psycopg", "pymysql")) or (
+            type(cause).__name__ == "StorageInternalError"
+        ):
+            return True
+    return False
+
+
+def database_error_text(error: BaseException) -> str:
+    """One line saying what the database reported: the innermost driver error's first line
+    (``database disk image is malformed``), without SQLAlchemy's SQL and links."""
+    causes = _causes(error)
+    for cause in reversed(causes):  # the driver's own error is the innermost one
+        module = type(cause).__module__
+        if module.startswith(("sqlite3", "psycopg", "pymysql")) or module == "_sqlite3":
+            return _first_line(cause)
+    orig = getattr(error, "orig", None)  # SQLAlchemy's wrapper keeps the driver's error here
+    return _first_line(orig if isinstance(orig, BaseException) else error)
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
 
 
 def study_names(storage: optuna.storages.BaseStorage) -> list[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from autotune import _plotly
-from autotune.exceptions import ConfigError
+from autotune.outputs import check_output, write_output
 from autotune.records import StudyRecords
 from autotune.report.breakdown import breakdown_figure, breakdown_info
 from autotune.report.curves import curves_figure, curves_info
@@ -17,6 +17,7 @@ from autotune.report.history import history_figure, history_info
 from autotune.report.importance import importance_figure, importance_info
 from autotune.report.pareto import pareto_figure, pareto_info
 from autotune.report.recipes import RecipeRow, pareto_table_info
+from autotune.storage import storage_files
 
 #: The report's figure divs, in page order.
 FIGURE_IDS = (
@@ -116,14 +117,9 @@ def render_report(records: StudyRecords) -> str:
 
 
 def write_report(records: StudyRecords, output: str | Path) -> Path:
-    """Writes :func:`render_report` to the file ``output`` and returns its path; ConfigError
-    naming ``output`` when the file cannot be written."""
-    path = Path(output)
-    text = render_report(records)
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise ConfigError(
-            f": report file {str(path)!r} cannot be written: {error.strerror}", argument="output"
-        ) from error
-    return path
+    """Writes :func:`render_report` to the file ``output`` atomically and returns its path;
+    ConfigError naming ``output`` when it cannot be written, or when it is the study's storage,
+    another SQLite database or a symbolic link (see :func:`autotune.outputs.write_output`)."""
+    protected = storage_files(records.storage)
+    check_output(output, what="report file", protected=protected)
+    return write_output(output, render_report(records), what="report file", protected=protected)

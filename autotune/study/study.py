@@ -20,10 +20,11 @@ from typing import Any, NoReturn
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.config import RunSettings, TrialConfig
+from autotune.config import RunSettings, TrialConfig, is_positive_finite
 from autotune.exceptions import ConfigError, StudyError, TrialFailure
 from autotune.experiment import Experiment, load_experiment, reference_of
 from autotune.fidelity import fidelity_distance
+from autotune.log_folders import default_log_root
 from autotune.profile import check_mode
 from autotune.recipe import Recipe
 from autotune.records import StudyRecords, read_records
@@ -51,13 +52,15 @@ from autotune.space import SearchSpace, resolve_space, space_from_dict
 from autotune.storage import (
     DEFAULT_STORAGE,
     STUDY_NAME,
+    check_url,
     open_storage,
     pick_study_name,
     quiet_experimental,
-    sqlite_path,
 )
 from autotune.study import baseline, identity, prediction, recovery
+from autotune.study.checks import MAX_SEED, check_log_root, check_seed, check_study_name
 from autotune.study.profiling import ProfileListener, profile_front
+from autotune.study.storage_guard import StorageGuard, storage_fault
 
 DEFAULT_TOLERANCE = 1.5
 MAX_CONSECUTIVE_FAILURES = 5
@@ -95,9 +98,11 @@ class Study:
         seed: seed of the sampler; on resume it is offset by the trials already stored, so the
             sampler does not replay its earlier draws.
         runner: runs one trial; the default runs it in a fresh process.
-        log_root: folder for per-trial logs and profiles; defaults to ``autotune_logs/<study>``
-            beside an SQLite database, else in the current folder. ``tensorboard --logdir`` on it
-            shows each profiled trial as a run (``trial_<n>``, ``baseline_seed_0``).
+        log_root: folder for per-trial logs and profiles; defaults to
+            ``autotune_logs/<study key>`` beside an SQLite database, else in the current folder,
+            where the key is a slug of the study name and a hash of the storage and the name
+            (:func:`autotune.log_folders.study_key`). ``tensorboard --logdir`` on it shows each
+            profiled trial as a run (``trial_<n>``, ``baseline_seed_0``).
         profile_mode: "all" profiles one steady window of every trial and of the baseline;
             "pareto" re-runs the Pareto-front trials with profiling when :meth:`optimize` ends
             (see :meth:`profile_pareto`); "off" never profiles. Profiling happens after the
@@ -124,22 +129,31 @@ class Study:
         max_consecutive_failures: int = MAX_CONSECUTIVE_FAILURES,
     ) -> None:
         self.profile_mode = check_mode(profile_mode)
-        if not isinstance(tolerance, (int, float)) or isinstance(tolerance, bool) or tolerance <= 0:
-            raise ConfigError(f"tolerance must be a number > 0. Received: tolerance={tolerance!r}")
+        if not is_positive_finite(tolerance):
+            raise ConfigError(
+                f"must be a finite number > 0. Received: {tolerance!r}", argument="tolerance"
+            )
+        check_seed(seed)
+        if study_name is not None:
+            check_study_name(study_name)
         self.reference = reference_of(experiment)
         self.experiment = load_experiment(experiment) if isinstance(experiment, str) else experiment
         self.space = resolve_space(space)
         self.settings = self.space.run_settings(settings)
         self.tolerance = float(tolerance)
         self.storage_url = storage
-        self.name = study_name or f"{self.experiment.name}-{self.space.name}"
+        self.name = study_name or check_study_name(f"{self.experiment.name}-{self.space.name}")
         self.runner: TrialRunner = runner or isolated_runner
         self.max_consecutive_failures = max_consecutive_failures
+        check_url(storage)
+        self.log_root = Path(log_root or self._default_log_root()).resolve()
+        if not read_only:
+            check_log_root(self.log_root)
         self._storage = open_storage(storage, stale_trial_callback=recovery.RetryInterrupted())
+        self._guard = StorageGuard(storage)
         self.optuna, is_new = self._create(seed)
         self.read_only = read_only
         self._identity(allow_mismatch or read_only, is_new=is_new)
-        self.log_root = Path(log_root or self._default_log_root()).resolve()
         self._listeners: list[Callable[[TrialRow], None]] = []
         self._on_profile: ProfileListener | None = None
 
@@ -154,7 +168,10 @@ class Study:
             stored, is_new = 0, True
         with quiet_experimental():
             sampler = optuna.samplers.TPESampler(
-                seed=seed + stored, n_startup_trials=5, multivariate=True, group=True
+                seed=(seed + stored) % (MAX_SEED + 1),
+                n_startup_trials=5,
+                multivariate=True,
+                group=True,
             )
             study = optuna.create_study(
                 storage=self._storage,
@@ -166,9 +183,7 @@ class Study:
         return study, is_new
 
     def _default_log_root(self) -> Path:
-        database = sqlite_path(self.storage_url)
-        parent = database.resolve().parent if database else Path.cwd()
-        return parent / "autotune_logs" / self.name
+        return default_log_root(self.storage_url, self.name)
 
     def _identity(self, allow_mismatch: bool, is_new: bool) -> None:
         current = identity.identity(self.experiment, self.space, self.tolerance, self.settings)
@@ -307,6 +322,11 @@ class Study:
         """
         if n_trials is not None and (not isinstance(n_trials, int) or n_trials < 0):
             raise ConfigError(f"n_trials must be an integer >= 0. Received: n_trials={n_trials!r}")
+        if timeout is not None and not is_positive_finite(timeout):
+            raise ConfigError(
+                f"must be a finite number of seconds > 0 or None. Received: {timeout!r}",
+                argument="timeout",
+            )
         if n_trials is None and timeout is None:
             raise ConfigError("give n_trials or timeout (or both); otherwise the study never ends")
         if self.read_only:  # opened to read; adding trials needs the same identity
@@ -322,7 +342,7 @@ class Study:
                 break
             if self._exhausted():
                 break
-            for row in self._run_one():
+            for row in self._guarded_run_one():
                 consecutive_failures = consecutive_failures + 1 if row.state == "failed" else 0
                 for listener in self._listeners:
                     listener(row)
@@ -334,6 +354,19 @@ class Study:
                     )
         if self.profile_mode == "pareto":
             self.profile_pareto(on_profile=self._on_profile)
+
+    def _guarded_run_one(self) -> list[TrialRow]:
+        """:meth:`_run_one`, stopping the study with one line when its storage can no longer be
+        written (a full disk, the database file deleted or replaced; see
+        :mod:`autotune.study.storage_guard`)."""
+        self._guard.check()
+        try:
+            return self._run_one()
+        except Exception as error:
+            fault = storage_fault(error, self.storage_url)
+            if fault is None:
+                raise
+            raise fault from error
 
     def _run_one(self) -> list[TrialRow]:
         """Runs one Optuna trial; returns the trials that finished (one, or none when stopped)."""
@@ -389,7 +422,7 @@ class Study:
     def finished_count(self) -> int:
         """Trials that count towards ``n_trials``: complete, pruned, and failed except those
         interrupted (an interrupted trial is retried instead). The baseline runs do not count."""
-        return sum(row.counts for row in self.records())
+        return self._stored().finished_count()
 
     def pareto_front(self) -> list[TrialRow]:
         """Feasible trials that neither another trial nor the baseline beats on both throughput

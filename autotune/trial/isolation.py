@@ -4,6 +4,12 @@ The trial process is started with ``subprocess`` (a fresh interpreter: never a f
 that imported TensorFlow), in its own process group, and dies with its parent. Everything fixed at
 process start (environment such as ``KERAS_BACKEND``, ``TF_CPP_MIN_LOG_LEVEL``, ``XLA_FLAGS``) is
 set in :func:`child_environment`, the one place a trial process is configured.
+
+When a trial ends, everything it started goes with it: its process group, its descendants (the
+trial process is a child subreaper, so orphans stay among them) and any process carrying its
+environment token (:data:`TOKEN_ENV`), which finds a process that left the group with ``setsid``
+even after its parent died. Its output goes through a pipe into a capped log
+(:mod:`autotune.trial.trial_log`).
 """
 
 from __future__ import annotations
@@ -16,7 +22,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+import uuid
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import psutil
@@ -26,10 +33,16 @@ from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import ConfigError, TrialFailure
 from autotune.experiment import Experiment, reference_of
 from autotune.result import RunResult
+from autotune.trial.trial_log import LOG_TAIL_LINES as LOG_TAIL_LINES
+from autotune.trial.trial_log import LogCopier, log_limit
+from autotune.trial.trial_log import log_tail as log_tail
 
 POLL_SECONDS = 0.1
-LOG_TAIL_LINES = 40
 DEFAULT_MEMORY_FRACTION = 0.8
+#: Environment variable holding a token unique to one trial process; every process it starts
+#: inherits it, so the parent can find them all when the trial ends.
+TOKEN_ENV = "AUTOTUNE_TRIAL_TOKEN"
+KILL_ROUNDS = 5
 
 
 def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -47,15 +60,6 @@ def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    """The last ``lines`` lines of a log file ('' when it is missing)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])
-
-
 def _tree_rss(process: psutil.Process) -> int:
     """Resident memory (bytes) of a process and all its descendants."""
     total = 0
@@ -69,6 +73,43 @@ def _tree_rss(process: psutil.Process) -> int:
 def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    with contextlib.suppress(psutil.Error):
+        return list(psutil.Process(pid).children(recursive=True))
+    return []
+
+
+def token_carriers(token: str, since: float) -> list[psutil.Process]:
+    """Live processes, started at or after ``since`` (seconds since the epoch, as
+    ``time.time()``), whose environment holds ``TOKEN_ENV=token``: a trial process and all it
+    started, in its group or not, unless one cleared its environment."""
+    found = []
+    me = os.getpid()
+    for process in psutil.process_iter(["create_time"]):
+        with contextlib.suppress(psutil.Error, OSError):
+            if process.pid == me or (process.info["create_time"] or 0) < since - 1:
+                continue
+            if process.environ().get(TOKEN_ENV) != token:
+                continue
+            if process.status() != psutil.STATUS_ZOMBIE:
+                found.append(process)
+    return found
+
+
+def kill_trial(pid: int, token: str, since: float) -> None:
+    """SIGKILLs the trial process ``pid``, its process group, its descendants and every
+    process carrying its token (see :func:`token_carriers`), until none of them is left."""
+    for _ in range(KILL_ROUNDS):
+        victims = {p.pid: p for p in [*_descendants(pid), *token_carriers(token, since)]}
+        _kill_group(pid)
+        for victim in victims.values():
+            with contextlib.suppress(psutil.Error):
+                victim.kill()  # psutil checks the pid still names the same process
+        if not victims:
+            return
+        time.sleep(0.02)
 
 
 def _signal_name(number: int) -> str:
@@ -85,11 +126,15 @@ def run_isolated(
     *,
     log_dir: Path | str | None = None,
     env: Mapping[str, str] | None = None,
+    log_limit_bytes: int | None = None,
 ) -> RunResult:
     """Runs one trial in a fresh process and returns its :class:`RunResult`.
 
     The trial's log (its stdout and stderr) is written to ``log_dir/trial.log`` when ``log_dir`` is
-    given, else to a temporary file removed afterwards.
+    given (appended to, after a marker line, when the file exists), else kept in memory only. Past
+    ``log_limit_bytes`` (default ``$AUTOTUNE_TRIAL_LOG_LIMIT``, else 64 MiB) the middle of the
+    output is dropped (see :mod:`autotune.trial.trial_log`). A log that cannot be written (a full
+    disk) costs the trial its log file, never its result.
 
     Raises:
         TrialFailure: the trial failed; ``kind`` says how (signal, exit, timeout, oom,
@@ -100,18 +145,16 @@ def run_isolated(
     memory_limit = settings.memory_limit_bytes or int(
         psutil.virtual_memory().total * DEFAULT_MEMORY_FRACTION
     )
-    with tempfile.TemporaryDirectory(prefix="autotune-trial-") as scratch:
-        workdir = Path(scratch)
-        logs = Path(log_dir) if log_dir is not None else workdir
-        logs.mkdir(parents=True, exist_ok=True)
-        log_path = logs / "trial.log"
+    limit = log_limit(log_limit_bytes)
+    request = {"experiment": reference, "config": config.to_dict(), "settings": settings.to_dict()}
+    with _scratch() as workdir:
         request_path, result_path = workdir / "request.json", workdir / "result.json"
-        request = {
-            "experiment": reference,
-            "config": config.to_dict(),
-            "settings": settings.to_dict(),
-        }
-        request_path.write_text(json.dumps(request), encoding="utf-8")
+        try:
+            request_path.write_text(json.dumps(request), encoding="utf-8")
+        except OSError as error:
+            raise TrialFailure(
+                "exception", f"the trial's request could not be written: {error}"
+            ) from error
         command = [
             sys.executable,
             "-m",
@@ -120,37 +163,64 @@ def run_isolated(
             str(result_path),
             str(os.getpid()),
         ]
-        with open(log_path, "wb") as log:
+        token = uuid.uuid4().hex
+        read_fd, write_fd = os.pipe()
+        log = LogCopier(
+            read_fd, Path(log_dir) / "trial.log" if log_dir is not None else None, limit
+        )
+        since = time.time()
+        try:
             process = subprocess.Popen(
                 command,
                 stdin=subprocess.DEVNULL,
-                stdout=log,
+                stdout=write_fd,
                 stderr=subprocess.STDOUT,
-                env=child_environment(env),
+                env=child_environment({**(env or {}), TOKEN_ENV: token}),
                 start_new_session=True,
             )
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
+        log.start()
         stopped: tuple[str, str] | None = None
         try:
-            stopped = _watch(process, settings.time_limit_seconds, memory_limit)
-        finally:
-            _kill_group(process.pid)  # on any exit path, including KeyboardInterrupt
+            stopped = _watch(process, settings.time_limit_seconds, memory_limit, token, since)
+        finally:  # on any exit path, including KeyboardInterrupt
+            kill_trial(process.pid, token, since)
             process.wait()
-        return _outcome(process.returncode, stopped, result_path, log_path)
+            log.finish()
+        return _outcome(process.returncode, stopped, result_path, log.tail())
+
+
+@contextlib.contextmanager
+def _scratch() -> Iterator[Path]:
+    """A temporary folder for the request and the result, removed afterwards; a trial that
+    cannot have one (a full or missing temporary folder) fails."""
+    try:
+        folder = tempfile.TemporaryDirectory(prefix="autotune-trial-", ignore_cleanup_errors=True)
+    except OSError as error:
+        raise TrialFailure(
+            "exception", f"no temporary folder for the trial in {tempfile.gettempdir()!r}: {error}"
+        ) from error
+    with folder as scratch:
+        yield Path(scratch)
 
 
 def _watch(
-    process: subprocess.Popen[bytes], time_limit: float, memory_limit: int
+    process: subprocess.Popen[bytes], time_limit: float, memory_limit: int, token: str, since: float
 ) -> tuple[str, str] | None:
     """Waits for the trial process; stops it past its limits. Returns (kind, why) if stopped."""
     watched = psutil.Process(process.pid)
     deadline = time.monotonic() + time_limit
     while process.poll() is None:
         if time.monotonic() > deadline:
-            _kill_group(process.pid)
+            kill_trial(process.pid, token, since)
             return "timeout", f"trial ran past its time limit of {time_limit:g} s and was stopped"
         rss = _tree_rss(watched)
         if rss > memory_limit:
-            _kill_group(process.pid)
+            kill_trial(process.pid, token, since)
             return "oom", (
                 f"trial used {rss / 2**30:.2f} GiB, over its memory limit of "
                 f"{memory_limit / 2**30:.2f} GiB, and was stopped"
@@ -160,9 +230,8 @@ def _watch(
 
 
 def _outcome(
-    returncode: int, stopped: tuple[str, str] | None, result_path: Path, log_path: Path
+    returncode: int, stopped: tuple[str, str] | None, result_path: Path, tail: str
 ) -> RunResult:
-    tail = log_tail(log_path)
     if stopped is not None:
         raise TrialFailure(stopped[0], stopped[1], tail)  # type: ignore[arg-type]
     if result_path.exists():

@@ -3,11 +3,14 @@
 Reads the request (experiment reference, config, settings) from REQUEST, runs the trial and writes
 a JSON outcome to RESULT atomically: ``{"status": "ok", "result": ...}``, ``{"status": "failed",
 "kind": ..., "message": ...}`` or ``{"status": "config_error", "message": ...}``. Its stdout and
-stderr are the trial's log, kept by the parent. It and every process it starts die with its parent.
+stderr are the trial's log, kept by the parent. It and every process it starts die with its parent:
+it is a child subreaper (Linux), so a process it started that leaves the process group with
+``setsid`` and is orphaned stays among its descendants, and it kills them before its group.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -19,12 +22,23 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
 WATCHDOG_SECONDS = 0.2
 
 
 def _kill_my_group(*_: object) -> None:
-    """SIGKILLs this process's whole process group: the trial and anything it started."""
+    """SIGKILLs every descendant of this process (in its group or not) and then its whole process
+    group: the trial and anything it started."""
+    try:
+        descendants = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        descendants = []
+    for process in descendants:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
     os.killpg(0, signal.SIGKILL)
 
 
@@ -39,6 +53,7 @@ def _die_with_parent(parent_pid: int) -> None:
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
     def watch() -> None:
         while os.getppid() == parent_pid:

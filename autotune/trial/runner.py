@@ -26,7 +26,12 @@ import tensorflow as tf
 
 from autotune import hardware
 from autotune.config import RunSettings, TrialConfig
-from autotune.exceptions import ExperimentError, TrialFailure
+from autotune.exceptions import (
+    ExperimentError,
+    TrialFailure,
+    failure_kind,
+    is_out_of_memory,
+)
 from autotune.experiment import Experiment
 from autotune.measure import (
     Estimate,
@@ -160,6 +165,10 @@ class _Trainer:
                 try:
                     logs = self._step(self.iterator)
                 except tf.errors.OpError as error:
+                    if is_out_of_memory(error):  # XLA's RESOURCE_EXHAUSTED while compiling
+                        raise TrialFailure(
+                            "oom", f"out of memory in the first (compiled) step: {error.message}"
+                        ) from error
                     raise TrialFailure(
                         "xla_compile", f"XLA could not compile the training step: {error.message}"
                     ) from error
@@ -482,17 +491,10 @@ def _train_curve(
 
 
 def classify_exception(error: BaseException, config: TrialConfig) -> TrialFailure:
-    """Turns an exception raised by a trial into a :class:`TrialFailure` of the right kind."""
+    """Turns an exception raised by a trial into a :class:`TrialFailure` of the right kind (see
+    :func:`autotune.exceptions.failure_kind`: out of memory first, so XLA's ``RESOURCE_EXHAUSTED``
+    is ``oom`` even when it comes as a compilation error)."""
     if isinstance(error, TrialFailure):
         return error
     message = f"{type(error).__name__}: {error}".strip()
-    if isinstance(error, (MemoryError, tf.errors.ResourceExhaustedError)):
-        return TrialFailure("oom", message)
-    text = str(error).lower()
-    if (
-        config.jit_compile
-        and isinstance(error, tf.errors.OpError)
-        and ("xla" in text or "jit" in text or "compil" in text)
-    ):
-        return TrialFailure("xla_compile", message)
-    return TrialFailure("exception", message)
+    return TrialFailure(failure_kind(error, jit_compile=config.jit_compile), message)

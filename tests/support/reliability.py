@@ -341,3 +341,34 @@ def wait_for_call(
 
 def trial_starts(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e for e in events if e["event"] == "start" and e["trial"]]
+
+
+def cli_with_env(
+    box: Sandbox,
+    *args: str,
+    faults: Mapping[int, str] | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[str]:
+    """Runs ``python -m autotune.cli ARGS`` in the sandbox, as :meth:`Sandbox.cli` does, with
+    ``env`` added to its environment (for example ``AUTOTUNE_TRIAL_LOG_LIMIT``)."""
+    return subprocess.run(
+        [sys.executable, "-m", "autotune.cli", *args],
+        cwd=box.root,
+        env=box.env(faults, **dict(env or {})),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def wait_or_kill(process: subprocess.Popen[str], seconds: float) -> subprocess.Popen[str]:
+    """Waits at most ``seconds`` for ``process`` to exit; kills it if it has not (its exit code
+    is then -9)."""
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    return process

@@ -450,7 +450,7 @@ def test_warmup_min_steps_equal_to_max_is_allowed():
 
 
 @pytest.mark.parametrize("name", ["warmup_max_seconds", "window_seconds", "time_limit_seconds"])
-@pytest.mark.parametrize("value", [0, 0.0, -1.0, math.nan, True, "1", None])
+@pytest.mark.parametrize("value", [0, 0.0, -1.0, math.nan, math.inf, True, "1", None])
 def test_seconds_must_be_positive_numbers(name, value):
     with pytest.raises(ConfigError) as info:
         RunSettings(**{name: value})

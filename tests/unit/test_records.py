@@ -15,6 +15,7 @@ import pytest
 from autotune.cli import error_message
 from autotune.config import TrialConfig
 from autotune.exceptions import ConfigError
+from autotune.log_folders import default_log_root
 from autotune.measure import Estimate
 from autotune.recipe import Recipe
 from autotune.records import (
@@ -101,7 +102,8 @@ def test_baseline(records: StudyRecords, demo: DemoStudy) -> None:
     assert baseline.compile_seconds == pytest.approx(0.5)
     assert baseline.steady_step_seconds == pytest.approx(0.032)
     assert baseline.step_ms == pytest.approx(32.0)
-    assert baseline.log_dir == str(demo.folder.resolve() / "autotune_logs" / "fake-fake")
+    assert baseline.log_dir == str(default_log_root(demo.storage, "fake-fake"))
+    assert Path(baseline.log_dir).parent == demo.folder.resolve() / "autotune_logs"
     assert baseline.breakdown is None
 
 

@@ -19,6 +19,7 @@ from autotune.storage import (
     open_storage,
     pick_study_name,
     sqlite_path,
+    storage_files,
     study_names,
 )
 
@@ -90,13 +91,31 @@ def test_unknown_scheme(url):
         "postgresql+psycopg2://user:pw@host:5432/db",
         "mysql://user@host/db",
         "mysql+pymysql://user@host/db",
-        "sqlite:///:memory:",
-        "sqlite://",
     ],
 )
-def test_server_and_in_memory_urls_pass_without_touching_files(url):
+def test_server_urls_pass_without_touching_files(url):
     check_url(url)
     check_url(url, must_exist=True)
+
+
+@pytest.mark.parametrize("url", ["sqlite:///:memory:", "sqlite://", "sqlite:///"])
+def test_in_memory_sqlite_is_refused_because_the_study_would_vanish_at_exit(url):
+    with pytest.raises(ConfigError) as info:
+        check_url(url)
+
+    message = error_message(info.value)
+    assert message.startswith("--storage must name a database file: in-memory SQLite")
+    assert f"Received: {url!r}" in message
+
+
+def test_storage_files_are_the_database_and_its_journals():
+    assert storage_files("sqlite:///runs/a.db") == (
+        Path("runs/a.db"),
+        Path("runs/a.db-journal"),
+        Path("runs/a.db-wal"),
+        Path("runs/a.db-shm"),
+    )
+    assert storage_files("postgresql://user@host/db") == ()
 
 
 def test_sqlite_in_an_existing_writable_folder_passes(tmp_path):

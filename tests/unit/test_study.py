@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 import re
 import shutil
 import socket
@@ -35,6 +36,7 @@ from autotune.cli import error_message
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import ConfigError, TrialFailure
 from autotune.fidelity import MIN_NOISE_FLOOR
+from autotune.log_folders import default_log_root
 from autotune.records import TrialRow
 from autotune.result import RunResult
 from autotune.schema import BASELINE_KEY, IDENTITY_KEY, INFO_KEY, MISMATCHES_KEY, OBJECTIVES
@@ -205,8 +207,9 @@ def test_new_study_stores_objectives_identity_and_info(make_study, experiment_re
     assert info["experiment_reference"] == experiment_ref
     assert info["space"] == SPACE.to_dict()
     assert info["space_source"] == "<python>"
-    assert study.log_root == Path(storage[len("sqlite:///") :]).parent / "autotune_logs" / (
-        "fake-fake"
+    assert study.log_root == default_log_root(storage, "fake-fake")
+    assert study.log_root.parent == Path(storage[len("sqlite:///") :]).resolve().parent / (
+        "autotune_logs"
     )
     assert study.optuna.trials == []
 
@@ -231,10 +234,54 @@ def test_study_accepts_an_experiment_object(storage, experiment_ref):
     assert study.name == "fake-fake"
 
 
-@pytest.mark.parametrize("tolerance", [0, -1.0, True, "1.5", None])
-def test_bad_tolerance(make_study, tolerance):
-    with pytest.raises(ConfigError, match=r"tolerance must be a number > 0\. Received: tolerance="):
+@pytest.mark.parametrize("tolerance", [0, -1.0, True, "1.5", None, math.nan, math.inf])
+def test_bad_tolerance(make_study, storage, tolerance):
+    with pytest.raises(ConfigError) as info:
         make_study(tolerance=tolerance)
+
+    assert info.value.argument == "tolerance"
+    assert error_message(info.value) == (
+        f"--tolerance must be a finite number > 0. Received: {tolerance!r}"
+    )
+    assert optuna.get_all_study_summaries(open_storage(storage)) == []
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32, 1.5, True])
+def test_bad_seed_is_refused_before_the_study_is_stored(make_study, storage, seed):
+    with pytest.raises(ConfigError) as info:
+        make_study(seed=seed)
+
+    assert error_message(info.value) == (
+        f"--seed must be an integer in [0, 4294967295]. Received: {seed!r}"
+    )
+    assert optuna.get_all_study_summaries(open_storage(storage)) == []
+
+
+def test_the_largest_seed_resumes_without_overflowing_numpy(make_study):
+    make_study(seed=2**32 - 1).ensure_baseline()
+    make_study(seed=2**32 - 1).optimize(n_trials=1)  # offset by the stored trials, wrapped
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("x" * 513, "--study must be at most 512 characters (Optuna's limit). Received 513"),
+        ("", "--study must be a non-empty string. Received: ''"),
+        ("  ", "--study must be a non-empty string"),
+        ("a\nb", "--study must not contain control characters. Received: 'a\\nb'"),
+    ],
+)
+def test_bad_study_name_is_refused_before_the_study_is_stored(make_study, storage, name, expected):
+    with pytest.raises(ConfigError) as info:
+        make_study(study_name=name)
+
+    assert error_message(info.value).startswith(expected)
+    assert len(error_message(info.value)) < 200
+    assert optuna.get_all_study_summaries(open_storage(storage)) == []
+
+
+def test_a_512_character_study_name_works(make_study):
+    assert make_study(study_name="x" * 512).name == "x" * 512
 
 
 @pytest.mark.parametrize(
