@@ -858,3 +858,30 @@ def test_run_settings_without_measure_is_the_base():
 
     assert space.run_settings() == RunSettings()
     assert space.run_settings(base) == base
+
+
+def test_an_unreadable_file_is_named_with_the_reason(tmp_path, monkeypatch):
+    path = tmp_path / "locked.toml"
+    path.write_text('name = "x"\n', encoding="utf-8")
+
+    def refuse(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "open", refuse)
+    with pytest.raises(ConfigError) as info:
+        load_space(path)
+
+    assert str(info.value) == f"search space file {str(path)!r} cannot be read: Permission denied"
+
+
+def test_a_file_that_is_not_utf8_is_named_with_the_byte(tmp_path):
+    path = tmp_path / "latin1.toml"
+    path.write_bytes('name = "café"\n'.encode("latin-1"))
+
+    with pytest.raises(ConfigError) as info:
+        load_space(path)
+
+    assert str(info.value) == (
+        f"search space file {str(path)!r} is not UTF-8 text (TOML must be): byte b'\\xe9' at "
+        "offset 11"
+    )
