@@ -1,8 +1,13 @@
 """Fidelity: how closely a trial's validation-loss curve follows the float32 baseline's.
 
-Curves are aligned by samples seen: the trial's log validation loss is linearly interpolated at
-each baseline checkpoint that lies within the trial's curve. The curve distance is the mean
-absolute log-ratio of validation losses over those checkpoints::
+Curves are aligned by samples seen, and every baseline checkpoint is compared: the trial's log
+validation loss is linearly interpolated at a checkpoint within the trial's curve, and taken at
+the trial's nearest evaluation for one before its first or after its last evaluation. Dropping
+such a checkpoint instead would let a batch size whose first evaluation falls just after the
+baseline's first checkpoint skip it, and that early checkpoint is where a larger batch (fewer
+steps so far) differs most. Both curves evaluate at the step nearest the same sample counts
+(:func:`checkpoint_steps`), so the nearest evaluation is at most half a step of each away. The
+curve distance is the mean absolute log-ratio of validation losses over the checkpoints::
 
     distance(trial, baseline) = mean_i | log(trial_loss(s_i) / baseline_loss(s_i)) |
 
@@ -41,36 +46,44 @@ def _checked(curve: Curve, what: str) -> list[tuple[float, float]]:
     return points
 
 
-def _log_loss_at(points: list[tuple[float, float]], samples: float) -> float | None:
-    """log(loss) interpolated at ``samples``; None outside the curve's range."""
-    if samples < points[0][0] or samples > points[-1][0]:
-        return None
+def checkpoint_steps(samples: int, batch_size: int, checkpoints: int) -> list[int]:
+    """Cumulative step counts at which a curve run evaluates: the step nearest each of
+    ``checkpoints`` evenly spaced sample counts over ``samples`` training examples, at least one
+    step apart. The baseline and every trial aim at the same sample counts."""
+    steps: list[int] = []
+    for k in range(1, checkpoints + 1):
+        target = round(samples * k / checkpoints / batch_size)
+        steps.append(max(target, steps[-1] + 1 if steps else 1))
+    return steps
+
+
+def _log_loss_at(points: list[tuple[float, float]], samples: float) -> float:
+    """log(loss) interpolated at ``samples``; the nearest end's outside the curve's range."""
+    if samples <= points[0][0]:
+        return math.log(points[0][1])
+    if samples >= points[-1][0]:
+        return math.log(points[-1][1])
     for (s0, v0), (s1, v1) in itertools.pairwise(points):
         if s0 <= samples <= s1:
-            if s1 == s0:
-                return math.log(v0)
             weight = (samples - s0) / (s1 - s0)
             return (1 - weight) * math.log(v0) + weight * math.log(v1)
-    return math.log(points[0][1])  # a one-point curve at exactly ``samples``
+    raise AssertionError("unreachable: samples lies within the sorted curve")
+
+
+def checkpoint_differences(trial: Curve, baseline: Curve) -> list[float]:
+    """|log(trial loss / baseline loss)| at each baseline checkpoint, in the baseline's order
+    (sorted by samples seen): one value per checkpoint, none dropped."""
+    trial_points = _checked(trial, "trial")
+    return [
+        abs(_log_loss_at(trial_points, samples) - math.log(loss))
+        for samples, loss in _checked(baseline, "baseline")
+    ]
 
 
 def curve_distance(trial: Curve, baseline: Curve) -> float:
-    """Mean |log(trial loss / baseline loss)| at the baseline's checkpoints.
-
-    Only checkpoints within the trial's range of samples seen count; if none does, the curves
-    cannot be compared and ValueError is raised.
-    """
-    trial_points = _checked(trial, "trial")
-    differences = []
-    for samples, loss in _checked(baseline, "baseline"):
-        value = _log_loss_at(trial_points, samples)
-        if value is not None:
-            differences.append(abs(value - math.log(loss)))
-    if not differences:
-        raise ValueError(
-            "the trial's curve covers none of the baseline's checkpoints "
-            f"(trial samples {trial_points[0][0]:.0f}..{trial_points[-1][0]:.0f})"
-        )
+    """Mean |log(trial loss / baseline loss)| over every baseline checkpoint (see the module's
+    docstring for how a checkpoint outside the trial's range is compared)."""
+    differences = checkpoint_differences(trial, baseline)
     return sum(differences) / len(differences)
 
 

@@ -33,6 +33,7 @@ from autotune.exceptions import (
     is_out_of_memory,
 )
 from autotune.experiment import Experiment
+from autotune.fidelity import checkpoint_steps
 from autotune.measure import (
     Estimate,
     InputAblation,
@@ -442,16 +443,6 @@ def _result(
         hardware={**hardware.hardware(), **_library_facts()},
         versions=hardware.versions(),
     )
-
-
-def checkpoint_steps(samples: int, batch_size: int, checkpoints: int) -> list[int]:
-    """Cumulative step counts at which to evaluate: ``checkpoints`` evenly spaced points over
-    ``samples`` training examples, at least one step apart."""
-    steps: list[int] = []
-    for k in range(1, checkpoints + 1):
-        target = round(samples * k / checkpoints / batch_size)
-        steps.append(max(target, steps[-1] + 1 if steps else 1))
-    return steps
 
 
 def _train_curve(

@@ -11,6 +11,8 @@ import pytest
 from autotune.fidelity import (
     MIN_NOISE_FLOOR,
     NoiseFloor,
+    checkpoint_differences,
+    checkpoint_steps,
     curve_distance,
     fidelity_distance,
     noise_floor,
@@ -76,15 +78,17 @@ def test_curves_are_sorted_by_samples_first():
     assert curve_distance(shuffled, list(reversed(baseline))) == pytest.approx(0.0, abs=1e-12)
 
 
-def test_baseline_checkpoints_outside_the_trial_range_are_ignored():
+def test_baseline_checkpoints_outside_the_trial_range_meet_its_nearest_evaluation():
     baseline = exponential_curve(CHECKPOINTS)
-    # The trial only covers 2000..4000 and is identical there; far off outside that range.
+    # The trial only covers 2000..4000 and is identical there: 1000 is compared with its value
+    # at 2000, 5000 and 6000 with its value at 4000 (log-linear curve: rate * distance).
     trial = exponential_curve([2000, 3000, 4000])
-    assert curve_distance(trial, baseline) == pytest.approx(0.0, abs=1e-12)
+    expected = 1e-4 * (1000 + 0 + 0 + 0 + 1000 + 2000) / 6
 
-    # Only 2000, 3000 and 4000 count: a factor 2 there gives log 2, whatever lies outside.
-    doubled = exponential_curve([2000, 3000, 4000], factor=2.0)
-    assert curve_distance(doubled, baseline) == pytest.approx(math.log(2.0))
+    assert curve_distance(trial, baseline) == pytest.approx(expected)
+    assert checkpoint_differences(trial, baseline) == pytest.approx(
+        [0.1, 0.0, 0.0, 0.0, 0.1, 0.2], abs=1e-12
+    )
 
 
 def test_trial_points_beyond_the_baseline_range_do_not_count():
@@ -97,29 +101,60 @@ def test_trial_points_beyond_the_baseline_range_do_not_count():
 def test_range_ends_are_inclusive():
     baseline = [(1000, 1.0), (2000, 2.0)]
 
-    assert curve_distance([(2000, 2.0), (3000, 1.0)], baseline) == 0.0
+    # 2000 matches exactly; 1000 meets the trial's first evaluation (2.0 against 1.0).
+    assert curve_distance([(2000, 2.0), (3000, 1.0)], baseline) == pytest.approx(math.log(2) / 2)
 
 
-def test_one_point_trial_matches_a_checkpoint_exactly():
+def test_one_point_trial_is_compared_at_every_checkpoint():
     baseline = [(1000, 1.0), (2000, 2.0)]
 
-    assert curve_distance([(2000, 2.0 * math.e)], baseline) == pytest.approx(1.0)
+    assert checkpoint_differences([(2000, 2.0 * math.e)], baseline) == pytest.approx(
+        [1.0 + math.log(2), 1.0]
+    )
 
 
-def test_no_overlap_raises_value_error():
+def test_a_trial_entirely_after_the_baseline_is_compared_not_refused():
     baseline = exponential_curve([1000, 2000, 3000])
     trial = exponential_curve([4000, 5000])
 
-    with pytest.raises(ValueError, match="covers none of the baseline's checkpoints"):
-        curve_distance(trial, baseline)
+    assert checkpoint_differences(trial, baseline) == pytest.approx([0.3, 0.2, 0.1])
 
 
-def test_trial_between_baseline_checkpoints_raises_value_error():
+def test_trial_between_baseline_checkpoints_is_compared_at_both():
     baseline = [(1000, 1.0), (4000, 1.0)]
-    trial = [(2000, 1.0), (3000, 1.0)]
+    trial = [(2000, 1.0), (3000, math.e)]
 
-    with pytest.raises(ValueError, match=r"trial samples 2000\.\.3000"):
-        curve_distance(trial, baseline)
+    assert checkpoint_differences(trial, baseline) == pytest.approx([0.0, 1.0])
+
+
+@pytest.mark.parametrize("batch_size", range(8, 1032, 8))
+@pytest.mark.parametrize("base_batch_size", [16, 32, 128])
+def test_no_batch_size_skips_a_baseline_checkpoint(batch_size, base_batch_size):
+    """First evaluation before, at or after the baseline's first checkpoint: every checkpoint
+    is compared, each with a trial evaluation (or a point between two) at most half a step of
+    each curve away from it."""
+    samples, checkpoints = 20_000, 6
+    baseline_at = [s * base_batch_size for s in checkpoint_steps(samples, base_batch_size, 6)]
+    trial_at = [s * batch_size for s in checkpoint_steps(samples, batch_size, checkpoints)]
+    baseline = [(s, 1.0) for s in baseline_at]
+    # A trial whose loss is e at its first evaluation and 1 afterwards: the first baseline
+    # checkpoint must meet that first evaluation (or a point between it and the next).
+    trial = [(s, math.e if i == 0 else 1.0) for i, s in enumerate(trial_at)]
+
+    differences = checkpoint_differences(trial, baseline)
+
+    assert len(differences) == len(baseline_at) == checkpoints
+    assert differences[0] > 0, (baseline_at[0], trial_at[0])
+    nearest = [min(abs(t - b) for t in trial_at) for b in baseline_at]
+    for b, gap in zip(baseline_at, nearest, strict=True):
+        between = any(lo <= b <= hi for lo, hi in itertools.pairwise(trial_at))
+        assert between or gap <= (batch_size + base_batch_size) / 2, (b, trial_at)
+
+
+def test_checkpoint_steps_aim_at_the_same_sample_counts_for_every_batch_size():
+    assert checkpoint_steps(6000, 100, 6) == [10, 20, 30, 40, 50, 60]
+    assert checkpoint_steps(6000, 320, 6) == [3, 6, 9, 12, 16, 19]
+    assert checkpoint_steps(100, 64, 3) == [1, 2, 3]  # at least one step apart
 
 
 @pytest.mark.parametrize("bad", [0.0, -1.0, math.nan, math.inf, -math.inf])
@@ -235,9 +270,9 @@ def test_fidelity_with_identical_seeds_uses_the_minimum_floor():
     assert math.isfinite(fidelity_distance(trial, baseline, floor))
 
 
-def test_fidelity_distance_raises_when_curves_cannot_be_compared():
+def test_fidelity_distance_raises_when_a_curve_is_empty():
     baseline = exponential_curve(CHECKPOINTS)
     floor = NoiseFloor(0.01, 0.01, (0.01,))
 
-    with pytest.raises(ValueError):
-        fidelity_distance(exponential_curve([10, 20]), baseline, floor)
+    with pytest.raises(ValueError, match="trial curve is empty"):
+        fidelity_distance([], baseline, floor)
