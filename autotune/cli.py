@@ -12,8 +12,10 @@ import click
 from rich.console import Console
 
 from autotune.cli_errors import FLAGS, OneLineErrors, error_message, finite, handle_errors
-from autotune.config import LIMITS, RunSettings, TrialConfig
-from autotune.exceptions import ConfigError, TrialFailure
+from autotune.cli_inputs import check_listen, read_config
+from autotune.config import LIMITS, RunSettings
+from autotune.confirmation import DEFAULT_ROUNDS, DEFAULT_TOP
+from autotune.exceptions import TrialFailure
 from autotune.profile import PROFILE_MODES
 from autotune.result import RunResult
 from autotune.storage import DEFAULT_STORAGE
@@ -22,20 +24,6 @@ if TYPE_CHECKING:
     from autotune.records import StudyRecords, TrialRow
 
 DEFAULT_EXPERIMENT = str(Path(__file__).resolve().parent.parent / "experiments" / "digits_cnn.py")
-
-
-def _read_config(value: str) -> TrialConfig:
-    """--config takes JSON text, or @path to a JSON file."""
-    if value.startswith("@"):
-        path = Path(value[1:])
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as error:
-            raise ConfigError(
-                f"--config file {str(path)!r} cannot be read: {error.strerror}"
-            ) from error
-        return TrialConfig.from_json(text, source=f"--config file {str(path)!r}")
-    return TrialConfig.from_json(value, source="--config")
 
 
 @click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
@@ -124,7 +112,7 @@ def trial(
     from autotune.study.checks import check_log_root
     from autotune.trial.isolation import run_isolated
 
-    config = _read_config(config_text)
+    config = read_config(config_text)
     for argument, folder in (("log_dir", log_dir), ("profile_dir", profile_dir)):
         if folder is not None:
             check_log_root(Path(folder).resolve(), argument=argument)
@@ -228,6 +216,21 @@ def _quiet_optuna() -> None:
     "profiling at the end (pareto), or never (off). Profiles go to autotune_logs/<study>-<hash>/ "
     "beside the database: tensorboard --logdir shows them.",
 )
+@click.option(
+    "--confirm-top",
+    type=click.IntRange(min=0),
+    default=DEFAULT_TOP,
+    show_default=True,
+    help="Confirm this many of the fastest feasible Pareto trials head to head with the "
+    "baseline before recommending one (0: recommend unconfirmed).",
+)
+@click.option(
+    "--confirm-rounds",
+    type=click.IntRange(min=2),
+    default=DEFAULT_ROUNDS,
+    show_default=True,
+    help="Interleaved rounds of the confirmation (fresh processes: candidates, then baseline).",
+)
 @handle_errors
 def run(
     experiment: str,
@@ -240,6 +243,8 @@ def run(
     seed: int,
     allow_mismatch: bool,
     profile: str,
+    confirm_top: int,
+    confirm_rounds: int,
 ) -> None:
     """Tune EXPERIMENT (default: the bundled digits CNN) and store the study in --storage.
 
@@ -250,6 +255,7 @@ def run(
 
     from autotune.display import (
         baseline_line,
+        confirmation_table,
         profile_line,
         safe,
         show_recipe,
@@ -303,9 +309,21 @@ def run(
         study.add_listener(on_trial)
         study.on_profile(on_profile)
         study.optimize(n_trials=n_trials, timeout=timeout)
-    front = study.pareto_front()
-    if front:
-        console.print(trials_table(front, "Pareto front (feasible trials)"))
+        front = study.pareto_front()
+        if front:
+            progress.console.print(trials_table(front, "Pareto front (feasible trials)"))
+        confirm_task = progress.add_task(
+            "confirmation", total=confirm_rounds * (min(len(front), confirm_top) + 1)
+        )
+
+        def on_confirm(line: str) -> None:
+            progress.console.print(f"confirm {safe(line)}")
+            if line.startswith("round "):
+                progress.advance(confirm_task)
+
+        confirmation = study.confirm(confirm_top, confirm_rounds, on_progress=on_confirm)
+    if confirmation is not None and confirmation.candidates:
+        console.print(confirmation_table(confirmation, study.tolerance))
     show_recipe(console, study.best())
 
 
@@ -324,7 +342,7 @@ def _read(storage: str, study_name: str | None) -> StudyRecords:
 @handle_errors
 def status(storage: str, study_name: str | None) -> None:
     """Show a stored study: baseline, noise floor and every trial (reads the storage only)."""
-    from autotune.display import format_throughput, safe, trials_table
+    from autotune.display import confirmation_table, format_throughput, safe, trials_table
 
     records = _read(storage, study_name)
     console = Console()
@@ -341,6 +359,13 @@ def status(storage: str, study_name: str | None) -> None:
     )
     if records.trials:
         console.print(trials_table(list(records.trials), "Trials"))
+    confirmation = records.confirmation
+    if confirmation is not None:
+        if confirmation.candidates:
+            console.print(confirmation_table(confirmation, records.tolerance))
+        console.print(f"confirmed answer: {safe(confirmation.summary(records.tolerance))}")
+    else:
+        console.print("not confirmed yet: 'autotune run' confirms the top candidates at its end")
 
 
 @main.command()
@@ -451,7 +476,7 @@ def dashboard(storage: str, study_name: str | None, port: int, host: str) -> Non
 
     _quiet_optuna()
     app = create_app(storage, study_name, host=host, port=port)
-    _check_listen(host, port)
+    check_listen(host, port)
     warning = exposure_warning(host, port)
     if warning:
         Console(stderr=True).print(warning, style="bold red", markup=False, highlight=False)
@@ -460,22 +485,6 @@ def dashboard(storage: str, study_name: str | None, port: int, host: str) -> Non
         app.run(host=host, port=port, debug=False)
     except KeyboardInterrupt:
         return
-
-
-def _check_listen(host: str, port: int) -> None:
-    """Raises ConfigError naming --host/--port when the address cannot be listened on."""
-    import socket
-
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        with socket.socket(infos[0][0], socket.SOCK_STREAM) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            probe.bind(infos[0][4])
-    except OSError as error:  # the port is taken, or the address is not this machine's
-        raise ConfigError(
-            f"--host/--port: cannot listen on {host}:{port} ({error.strerror or error}). "
-            f"Received: --host {host} --port {port}"
-        ) from error
 
 
 __all__ = ["FLAGS", "error_message", "main"]

@@ -47,6 +47,8 @@ FLAGS = {
     "log_root": "log folder",
     "log_dir": "--log-dir",
     "profile_dir": "--profile-dir",
+    "top": "--confirm-top",
+    "rounds": "--confirm-rounds",
 }
 
 

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape as _escape_markup
 from rich.table import Table
 
+from autotune.confirmation import Confirmation, ratio_text
 from autotune.exceptions import TrialFailure
 from autotune.measure import format_throughput
 from autotune.profile import BREAKDOWN_COMPONENTS, input_verdict
@@ -324,10 +325,43 @@ def show_recipe(console: Console, recipe: Recipe) -> None:
         from autotune.measure import Estimate, format_throughput
 
         table.add_row("baseline", format_throughput(Estimate(**recipe.baseline_throughput)))
-    if recipe.speedup is not None:
-        table.add_row("speed-up", f"{recipe.speedup:.2f}x")
+    confirmation = recipe.confirmation or {}
+    if confirmation.get("ratio"):
+        ratio = confirmation["ratio"]
+        table.add_row(
+            "speed-up",
+            f"{ratio['median']:.2f}x (CI {ratio['low']:.2f}-{ratio['high']:.2f}, confirmed "
+            f"over {confirmation['rounds']} rounds head to head)",
+        )
+    elif recipe.speedup is not None:
+        table.add_row("speed-up", f"{recipe.speedup:.2f}x (not confirmed head to head)")
     if recipe.fidelity is not None:
         table.add_row("fidelity", f"{recipe.fidelity:.2f} (tolerance {recipe.tolerance:g})")
     console.print(table)
     if recipe.note:
         console.print(safe(recipe.note))
+
+
+def confirmation_table(confirmation: Confirmation, tolerance: float) -> Table:
+    """Every confirmed candidate: its paired speed-up over the baseline with its interval, its
+    fidelity over seeds (mean and range) and the verdict."""
+    table = Table(
+        title=f"Confirmation: {confirmation.completed_rounds} of {confirmation.rounds} rounds "
+        f"head to head, seeds {list(confirmation.seeds)}"
+    )
+    for name in ("#", "configuration", "speed-up (CI)", "fidelity (range)", "verdict"):
+        table.add_column(name, justify="right" if name == "#" else "left")
+    for verdict in confirmation.verdicts(tolerance):
+        fidelity = (
+            f"{verdict.fidelity_mean:.2f} ({verdict.fidelity_low:.2f}-{verdict.fidelity_high:.2f})"
+            if verdict.fidelity_mean is not None
+            else "-"
+        )
+        table.add_row(
+            str(verdict.candidate.trial),
+            safe(verdict.candidate.config.describe()),
+            ratio_text(verdict.ratio),
+            fidelity,
+            safe(verdict.text),
+        )
+    return table

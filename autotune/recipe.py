@@ -33,6 +33,9 @@ class Recipe:
         effective: the settings that took effect (dtype policy, jit_compile, output layer fix).
         hardware, versions: where and with what it was measured.
         note: a sentence for people, e.g. that no trial beat the baseline.
+        confirmation: the head-to-head confirmation behind it (rounds, the paired speed-up
+            ratio and its interval, fidelity over seeds, every candidate's verdict), or None
+            when the study has not confirmed its candidates.
     """
 
     config: TrialConfig
@@ -50,6 +53,7 @@ class Recipe:
     hardware: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
     note: str = ""
+    confirmation: dict[str, Any] | None = None
     created: str = ""
     format: int = RECIPE_FORMAT
 

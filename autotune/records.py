@@ -22,6 +22,7 @@ from typing import Any
 
 import optuna
 
+from autotune.confirmation import Confirmation
 from autotune.exceptions import ConfigError
 from autotune.log_folders import default_log_root
 from autotune.profile_facts import (
@@ -38,6 +39,7 @@ from autotune.profile_facts import (
 from autotune.recipe import Recipe
 from autotune.schema import (
     BASELINE_KEY,
+    CONFIRMATION_KEY,
     IDENTITY_KEY,
     INFO_KEY,
     MISMATCHES_KEY,
@@ -105,6 +107,7 @@ class StudyRecords:
         metric_names: the objectives' names as stored.
         mismatches_allowed: resumes that were allowed despite a different identity.
         read_at: when the records were read (ISO 8601, UTC).
+        confirmation: the head-to-head confirmation of the top candidates, once one started.
     """
 
     study_name: str
@@ -119,6 +122,7 @@ class StudyRecords:
     metric_names: tuple[str, ...] = OBJECTIVES
     mismatches_allowed: tuple[dict[str, Any], ...] = ()
     read_at: str = ""
+    confirmation: Confirmation | None = None
 
     @property
     def hardware(self) -> dict[str, Any]:
@@ -181,9 +185,18 @@ class StudyRecords:
         return max(faster, key=lambda r: (r.throughput.median if r.throughput else 0, -r.number))
 
     def best(self, max_fidelity: float | None = None) -> Recipe:
-        """The recipe of the trial :meth:`fastest_within` ``max_fidelity`` (default: the study's
-        tolerance); the baseline's, with a note saying so, when no trial beats it."""
+        """The recommendation within ``max_fidelity`` (default: the study's tolerance).
+
+        After a complete confirmation (:mod:`autotune.confirmation`): the fastest confirmed
+        candidate whose speed-up interval lies above 1 and whose mean fidelity over its seeds
+        is within the limit, or the baseline, saying no configuration beat it beyond noise.
+        Before one: the recipe of the trial :meth:`fastest_within` the limit, unconfirmed, or
+        the baseline's when no trial beats it.
+        """
         limit = self.tolerance if max_fidelity is None else max_fidelity
+        confirmation = self.confirmation
+        if confirmation is not None and confirmation.complete:
+            return self._confirmed(confirmation, limit)
         best = self.fastest_within(limit)
         if best is not None:
             return self.recipe(best, limit)
@@ -191,6 +204,31 @@ class StudyRecords:
             self.recipe(None),
             note=f"no trial was faster than the baseline with fidelity <= {limit:g} "
             f"({len(self.within(limit))} within the limit); keep the baseline configuration",
+        )
+
+    def _confirmed(self, confirmation: Confirmation, limit: float) -> Recipe:
+        details: dict[str, Any] = {
+            "rounds": confirmation.rounds,
+            "seeds": list(confirmation.seeds),
+            "baseline_samples_per_second": list(confirmation.baseline_samples_per_second),
+            "candidates": [v.to_dict() for v in confirmation.verdicts(limit)],
+            "answer": confirmation.summary(limit),
+        }
+        winner = confirmation.recommended(limit)
+        if winner is None or winner.ratio is None:
+            return dataclasses.replace(
+                self.recipe(None),
+                note=f"confirmed: {confirmation.summary(limit)}",
+                confirmation=details,
+            )
+        details.update(ratio=winner.ratio.to_dict(), fidelity_seeds=winner.to_dict()["fidelity"])
+        recipe = self.recipe(self.trial(winner.candidate.trial), limit)
+        return dataclasses.replace(
+            recipe,
+            speedup=winner.ratio.median,
+            fidelity=winner.fidelity_mean,
+            note=f"confirmed: {confirmation.summary(limit)}",
+            confirmation=details,
         )
 
     def recipe(self, row: TrialRow | None = None, max_fidelity: float | None = None) -> Recipe:
@@ -302,7 +340,18 @@ def read_records(
         metric_names=metric_names,
         mismatches_allowed=tuple(attrs.get(MISMATCHES_KEY, [])),
         read_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        confirmation=_confirmation_of(attrs.get(CONFIRMATION_KEY)),
     )
+
+
+def _confirmation_of(data: Any) -> Confirmation | None:
+    """The stored confirmation; None when there is none or it cannot be read (a newer format)."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        return Confirmation.from_dict(data)
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def load_records(storage_url: str, study_name: str | None = None) -> StudyRecords:

@@ -16,6 +16,8 @@ Study user attributes:
   "noise_floor"}``.
 - ``autotune_mismatches_allowed`` (:data:`MISMATCHES_KEY`): resumes allowed despite a different
   identity, each ``{"when", "differences"}``.
+- ``autotune_confirmation`` (:data:`CONFIRMATION_KEY`): the head-to-head confirmation of the
+  top candidates against the baseline (:meth:`autotune.confirmation.Confirmation.to_dict`).
 - ``autotune_profile:<n>`` (:data:`PROFILE_RERUN_PREFIX`): trial n's Pareto profiling re-run,
   ``{"profile", "profile_error", "input_ablation", "recompilation", "log_dir"}``.
 
@@ -49,6 +51,7 @@ IDENTITY_KEY = "autotune_identity"
 INFO_KEY = "autotune_info"
 BASELINE_KEY = "autotune_baseline"
 MISMATCHES_KEY = "autotune_mismatches_allowed"
+CONFIRMATION_KEY = "autotune_confirmation"
 PROFILE_RERUN_PREFIX = "autotune_profile:"
 
 #: The trial's configuration (:meth:`autotune.config.TrialConfig.to_dict`).
@@ -333,6 +336,7 @@ __all__ = [
     "BASELINE_KEY",
     "BASELINE_SEEDS",
     "CONFIG_ATTR",
+    "CONFIRMATION_KEY",
     "DIRECTIONS",
     "DUPLICATE_OF_ATTR",
     "FAILURE_ATTR",

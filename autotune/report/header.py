@@ -61,6 +61,12 @@ def header_info(records: StudyRecords) -> HeaderInfo:
             ", ".join(f"{n} {state}" for state, n in sorted(counts.items())) or "none yet",
         ),
         ("recommendation", recommendation),
+        (
+            "confirmation",
+            records.confirmation.summary(records.tolerance)
+            if records.confirmation is not None
+            else "not confirmed yet ('autotune run' confirms the top candidates at its end)",
+        ),
         ("study created", str(records.info.get("created", "?"))),
         ("report made", records.read_at),
     ]

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from autotune.exceptions import StudyError
 from autotune.storage import DEFAULT_STORAGE
-from autotune.study.study import DEFAULT_TOLERANCE, Study, TrialRunner, isolated_runner, load_study
+from autotune.study.loading import load_study
+from autotune.study.study import DEFAULT_TOLERANCE, Study, TrialRunner, isolated_runner
 
 __all__ = [
     "DEFAULT_STORAGE",

@@ -13,7 +13,7 @@ Running the same study again resumes it (:mod:`autotune.study.identity`,
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -21,6 +21,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.config import RunSettings, TrialConfig, is_positive_finite
+from autotune.confirmation import DEFAULT_ROUNDS, DEFAULT_TOP, EXTRA_SEEDS, Confirmation
 from autotune.exceptions import ConfigError, StudyError, TrialFailure
 from autotune.experiment import Experiment, load_experiment, reference_of
 from autotune.fidelity import fidelity_distance
@@ -32,12 +33,12 @@ from autotune.result import RunResult
 from autotune.schema import (
     BASELINE_SEEDS,
     CONFIG_ATTR,
+    CONFIRMATION_KEY,
     DIRECTIONS,
     DUPLICATE_OF_ATTR,
     FAILURE_ATTR,
     FIDELITY_ATTR,
     IDENTITY_KEY,
-    INFO_KEY,
     INTERRUPTED_FAILURE,
     LOG_DIR_ATTR,
     PRUNED_REASON_ATTR,
@@ -48,16 +49,14 @@ from autotune.schema import (
     profile_reruns,
     row_of,
 )
-from autotune.space import SearchSpace, resolve_space, space_from_dict
+from autotune.space import SearchSpace, resolve_space
 from autotune.storage import (
     DEFAULT_STORAGE,
-    STUDY_NAME,
     check_url,
     open_storage,
-    pick_study_name,
     quiet_experimental,
 )
-from autotune.study import baseline, identity, prediction, recovery
+from autotune.study import baseline, confirming, identity, prediction, recovery
 from autotune.study.checks import MAX_SEED, check_log_root, check_seed, check_study_name
 from autotune.study.profiling import ProfileListener, profile_front
 from autotune.study.storage_guard import StorageGuard, storage_fault
@@ -413,6 +412,36 @@ class Study:
         )
         return self.runner(self.reference, config, settings, log_dir / "rerun")
 
+    # ----------------------------------------------------------------- confirmation
+    def confirm(
+        self,
+        top: int = DEFAULT_TOP,
+        rounds: int = DEFAULT_ROUNDS,
+        extra_seeds: Sequence[int] = EXTRA_SEEDS,
+        on_progress: Callable[[str], None] | None = None,
+    ) -> Confirmation | None:
+        """Re-measures the ``top`` fastest feasible Pareto trials head to head with the
+        baseline, ``rounds`` interleaved rounds of fresh processes, and trains each one's curve
+        with ``extra_seeds`` (see :mod:`autotune.confirmation`). Stored in the study as it goes:
+        a confirmation already done for the same candidates is returned, not repeated; one cut
+        short resumes. ``top`` 0 confirms nothing and returns None.
+        """
+        seeds = confirming.check_plan(top, rounds, extra_seeds)
+        if top == 0:
+            return None
+        self.ensure_baseline()
+        records = self._stored()
+        confirmation = confirming.start(records, top, rounds, seeds)
+        if confirmation.complete:  # done before, or nothing feasible to confirm
+            self.optuna.set_user_attr(CONFIRMATION_KEY, confirmation.to_dict())
+            return confirmation
+
+        def run(config: TrialConfig, settings: RunSettings, folder: Path) -> RunResult:
+            return self.runner(self.reference, config, settings, folder)
+
+        confirmer = confirming.Confirmer(self.optuna, records, run, self.log_root, on_progress)
+        return confirmer(confirmation, self.settings)
+
     # ----------------------------------------------------------------- queries
     def records(self) -> list[TrialRow]:
         """Every trial of the study, oldest first, with its Pareto re-run profile merged in."""
@@ -468,33 +497,4 @@ def _compact(result: RunResult) -> dict[str, Any]:
     return data
 
 
-def load_study(
-    storage: str = DEFAULT_STORAGE,
-    study_name: str | None = None,
-    *,
-    runner: TrialRunner | None = None,
-) -> Study:
-    """Opens a stored study with the experiment and space it was made with.
-
-    With ``study_name`` None, the storage must hold exactly one study.
-    """
-    probe = open_storage(storage, must_exist=True)
-    name = pick_study_name(probe, storage, study_name)
-    stored = optuna.load_study(study_name=name, storage=probe)
-    info = stored.user_attrs.get(INFO_KEY)
-    if not info or not stored.user_attrs.get(IDENTITY_KEY):
-        raise ConfigError(f"{name!r} in {storage!r} was not made by autotune", argument=STUDY_NAME)
-    space = space_from_dict(info["space"], source=info.get("space_source", "<stored space>"))
-    return Study(
-        info["experiment_reference"],
-        space,
-        storage,
-        name,
-        tolerance=stored.user_attrs[IDENTITY_KEY]["tolerance"],
-        settings=RunSettings().replace(**info.get("settings", {})),
-        runner=runner,
-        read_only=True,
-    )
-
-
-__all__ = ["DEFAULT_TOLERANCE", "Study", "TrialRunner", "isolated_runner", "load_study"]
+__all__ = ["DEFAULT_TOLERANCE", "Study", "TrialRunner", "isolated_runner"]

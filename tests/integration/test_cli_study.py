@@ -49,12 +49,22 @@ def test_run_status_best_export_and_resume(tmp_path: Path) -> None:
     space.write_text(SPACE)
     storage = f"sqlite:///{tmp_path / 'study.db'}"
 
+    confirm = ("--confirm-top", "1", "--confirm-rounds", "2")
     first = autotune(
-        "run", TINY, "--space", str(space), "--storage", storage, "--trials", "3", cwd=tmp_path
-    )
+        "run", TINY, "--space", str(space), "--storage", storage, "--trials", "3", *confirm,
+        cwd=tmp_path,
+    )  # fmt: skip
     assert first.returncode == 0, first.stderr + first.stdout
     assert first.stdout.count("baseline seed") == 3
     assert first.stdout.count("trial ") >= 3
+    front = load_study(storage).pareto_front()
+    if front:  # the fastest feasible trial, confirmed head to head with the baseline
+        assert first.stdout.count("confirm round ") == 2 * 2
+        assert f"confirm round 2/2: trial {front[0].number} " in first.stdout
+        assert first.stdout.count(f"confirm trial {front[0].number} seed ") == 2
+        assert "Confirmation: 2 of 2 rounds head to head, seeds [0, 1, 2]" in first.stdout
+    else:
+        assert "confirm round" not in first.stdout
 
     status = autotune("status", "--storage", storage, cwd=tmp_path)
     assert status.returncode == 0, status.stderr
@@ -66,6 +76,10 @@ def test_run_status_best_export_and_resume(tmp_path: Path) -> None:
     recipe = json.loads(best.stdout)
     assert recipe["config"]["precision"] in ("float32", "mixed_bfloat16")
     assert recipe["baseline_throughput"]["median"] > 0
+    assert recipe["confirmation"]["rounds"] == 2
+    assert recipe["note"].startswith("confirmed: ")
+    if "ratio" in recipe["confirmation"]:  # a candidate beat the baseline beyond noise
+        assert recipe["confirmation"]["ratio"]["low"] > 1.0
 
     exported = autotune(
         "export", "--storage", storage, "-o", str(tmp_path / "r.json"), cwd=tmp_path
@@ -74,9 +88,11 @@ def test_run_status_best_export_and_resume(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "r.json").read_text())["config"] == recipe["config"]
 
     again = autotune(
-        "run", TINY, "--space", str(space), "--storage", storage, "--trials", "3", cwd=tmp_path
-    )
+        "run", TINY, "--space", str(space), "--storage", storage, "--trials", "3", *confirm,
+        cwd=tmp_path,
+    )  # fmt: skip
     assert again.returncode == 0, again.stderr
+    assert "confirm round" not in again.stdout  # the stored confirmation is not repeated
     assert "3 of 3 trials finished" in again.stdout
     assert "baseline seed" not in again.stdout  # the stored baseline is reused
     assert not re.search(r"^trial +\d+ ", again.stdout, re.MULTILINE)  # nothing measured again
@@ -115,6 +131,7 @@ def test_profile_off_leaves_no_profiles_and_pareto_profiles_the_front_afterwards
     space.write_text(SPACE)
     storage = f"sqlite:///{tmp_path / 'study.db'}"
     common = ("run", TINY, "--space", str(space), "--storage", storage, "--trials", "2")
+    common += ("--confirm-top", "0")
 
     off = autotune(*common, "--profile", "off", cwd=tmp_path)
 

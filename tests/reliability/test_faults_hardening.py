@@ -169,7 +169,7 @@ def test_a_working_trial_with_a_full_log_disk_is_measured(sandbox: Sandbox) -> N
 
     done = sandbox.cli(
         "run", MISBEHAVE, "--space", str(space), "--storage", sandbox.storage, "--trials", "1",
-        timeout=240,
+        "--confirm-top", "0", timeout=240,
     )  # fmt: skip
 
     assert done.returncode == 0, done.stdout + done.stderr

@@ -61,6 +61,8 @@ def test_each_trial_fault_is_a_failed_trial_with_kind_message_and_log_and_the_st
         sandbox.storage,
         "--trials",
         str(len(PLAN)),
+        "--confirm-top",
+        "0",
         faults=faults,
         timeout=900,
     )

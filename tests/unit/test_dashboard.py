@@ -455,21 +455,21 @@ def test_figures_of_a_hostile_study_escape_every_stored_string(hostile: DemoStud
     ],
 )
 def test_split_host_header(header: str, expected: tuple[str, int | None]) -> None:
-    from autotune.dashboard import split_host_header
+    from autotune.dashboard_hosts import split_host_header
 
     assert split_host_header(header) == expected
 
 
 @pytest.mark.parametrize("header", ["", "::1", "localhost:x", "a:99999", "me@evil:80", "a/b:80"])
 def test_split_host_header_refuses_what_no_browser_sends(header: str) -> None:
-    from autotune.dashboard import split_host_header
+    from autotune.dashboard_hosts import split_host_header
 
     with pytest.raises(ValueError):
         split_host_header(header)
 
 
 def test_allowed_hosts_and_the_loopback_rule() -> None:
-    from autotune.dashboard import LOOPBACK_NAMES, allowed_hosts, host_allowed, is_loopback
+    from autotune.dashboard_hosts import LOOPBACK_NAMES, allowed_hosts, host_allowed, is_loopback
 
     local = allowed_hosts("127.0.0.1")
     lan = allowed_hosts("192.0.2.7", extra=["Board.example"])

@@ -39,7 +39,14 @@ from autotune.fidelity import MIN_NOISE_FLOOR
 from autotune.log_folders import default_log_root
 from autotune.records import TrialRow
 from autotune.result import RunResult
-from autotune.schema import BASELINE_KEY, IDENTITY_KEY, INFO_KEY, MISMATCHES_KEY, OBJECTIVES
+from autotune.schema import (
+    BASELINE_KEY,
+    CONFIRMATION_KEY,
+    IDENTITY_KEY,
+    INFO_KEY,
+    MISMATCHES_KEY,
+    OBJECTIVES,
+)
 from autotune.space import IntRange, SearchSpace, choices
 from autotune.storage import open_storage
 from autotune.study import Study, StudyError, load_study
@@ -1348,3 +1355,157 @@ def test_profile_mode_is_checked_and_is_not_part_of_the_identity(make_study):
     resumed = make_study(profile_mode="all")  # no mismatch: profiling never changes a measurement
 
     assert resumed.optuna.user_attrs[IDENTITY_KEY] == first.optuna.user_attrs[IDENTITY_KEY]
+
+
+# --------------------------------------------------------------------------------------------
+# Confirmation: the top candidates re-measured head to head, stored, never repeated
+# --------------------------------------------------------------------------------------------
+
+
+def speed_calls(runner: FakeRunner) -> list[Call]:
+    return [c for c in runner.calls if c.settings.measure_throughput and not c.settings.curve]
+
+
+def curve_calls(runner: FakeRunner) -> list[Call]:
+    return [c for c in runner.calls if c.settings.curve and not c.settings.measure_throughput]
+
+
+def test_confirmation_interleaves_rounds_and_recommends_the_confirmed_winner(make_study):
+    runner = FakeRunner()
+    study = make_study(runner)
+    enqueue(study, A, B, C, D)
+    study.optimize(n_trials=4)
+    runner.calls.clear()
+    lines: list[str] = []
+
+    confirmation = study.confirm(top=3, rounds=4, on_progress=lines.append)
+
+    assert confirmation is not None and confirmation.complete
+    assert [c.trial for c in confirmation.candidates] == [3, 2]  # the feasible front, fastest first
+    order = [(c.config.batch_size, c.config.precision) for c in speed_calls(runner)]
+    one_round = [(64, "mixed_bfloat16"), (32, "mixed_bfloat16"), (32, "float32")]
+    assert order == one_round * 4  # A B base, A B base, ...
+    assert all(c.settings.input_ablation is False for c in speed_calls(runner))
+    assert sorted((c.config.batch_size, c.settings.seed) for c in curve_calls(runner)) == [
+        (32, 1), (32, 2), (64, 1), (64, 2),
+    ]  # fmt: skip
+    assert lines[:3] == [
+        "round 1/4: trial 3 6,000 samples/s",
+        "round 1/4: trial 2 3,000 samples/s",
+        "round 1/4: baseline 1,000 samples/s",
+    ]
+    stored = study.optuna.user_attrs[CONFIRMATION_KEY]
+    assert stored["baseline_samples_per_second"] == [1000.0] * 4
+    recipe = study.best()
+    assert recipe.trial == 3 and recipe.speedup == pytest.approx(6.0)
+    assert recipe.fidelity == pytest.approx(1.2)
+    assert recipe.note.startswith("confirmed: trial 3: 6.00x the baseline (88% CI 6.00-6.00")
+    assert recipe.confirmation is not None
+    assert recipe.confirmation["ratio"]["median"] == pytest.approx(6.0)
+    assert recipe.confirmation["rounds"] == 4
+    assert [c["verdict"] for c in recipe.confirmation["candidates"]] == ["faster beyond noise"] * 2
+
+
+def test_a_confirmation_done_is_not_repeated_on_resume(make_study):
+    study = make_study(FakeRunner())
+    enqueue(study, A, B, C, D)
+    study.optimize(n_trials=4)
+    make_study(FakeRunner()).confirm(rounds=4)
+
+    resumed = FakeRunner()
+    confirmation = make_study(resumed).confirm(rounds=4)
+
+    assert confirmation is not None and confirmation.complete
+    assert resumed.calls == []  # nothing is measured twice
+    assert make_study().best().confirmation is not None
+    again = FakeRunner()
+    make_study(again).confirm(rounds=5)  # another plan: a new confirmation
+    assert len(speed_calls(again)) == 5 * 3
+
+
+def test_an_interrupted_confirmation_resumes_with_the_next_round(make_study):
+    class Interrupt(Exception):
+        pass
+
+    study = make_study(FakeRunner())
+    enqueue(study, A, B, C, D)
+    study.optimize(n_trials=4)
+    seen = {"n": 0}
+
+    def interrupt_in_round_three(config, settings):
+        seen["n"] += 1
+        if seen["n"] == 7:
+            raise Interrupt("the machine went down")
+        return fake_result(config, settings)
+
+    with pytest.raises(Interrupt):
+        make_study(FakeRunner(make=interrupt_in_round_three)).confirm(rounds=4)
+    assert len(make_study().optuna.user_attrs[CONFIRMATION_KEY]["baseline_samples_per_second"]) == 2
+
+    resumed = FakeRunner()
+    make_study(resumed).confirm(rounds=4)
+
+    assert len(speed_calls(resumed)) == 2 * 3  # rounds 3 and 4 only, whole
+    assert len(curve_calls(resumed)) == 4
+
+
+def test_a_failing_candidate_drops_out_with_its_failure(make_study):
+    study = make_study(FakeRunner())
+    enqueue(study, A, B, C, D)
+    study.optimize(n_trials=4)
+    runner = FakeRunner(
+        fail=lambda config, settings: config.batch_size == 64 and not settings.curve
+    )
+
+    confirmation = make_study(runner).confirm(rounds=3)
+
+    assert confirmation is not None
+    verdicts = {v.candidate.trial: v.text for v in confirmation.verdicts(1.5)}
+    assert verdicts[3].startswith("failed: exception: the fake runner failed")
+    assert verdicts[2] == "faster beyond noise"
+    assert make_study().best().trial == 2
+
+
+def test_no_feasible_candidate_confirms_nothing_and_keeps_the_baseline(make_study):
+    study = make_study(FakeRunner())
+    enqueue(study, B)
+    study.optimize(n_trials=1)
+
+    confirmation = study.confirm()
+
+    assert confirmation is not None and confirmation.candidates == ()
+    assert study.best().is_baseline
+
+
+def test_a_failed_baseline_run_stops_the_confirmation(make_study):
+    study = make_study(FakeRunner())
+    enqueue(study, C)
+    study.optimize(n_trials=1)
+    runner = FakeRunner(
+        fail=lambda config, settings: config.batch_size == 32 and config.precision == "float32"
+    )
+
+    with pytest.raises(StudyError, match="the baseline's confirmation run failed in round 1/6"):
+        make_study(runner).confirm()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({"top": -1}, "--confirm-top must be an integer >= 0. Received: -1"),
+        ({"rounds": 1}, "--confirm-rounds must be an integer >= 2. Received: 1"),
+        ({"extra_seeds": (0,)}, "extra_seeds must be baseline seeds other than 0"),
+        ({"extra_seeds": (7,)}, "extra_seeds must be baseline seeds other than 0"),
+    ],
+)
+def test_bad_confirmation_arguments_are_refused(make_study, kwargs, expected):
+    with pytest.raises(ConfigError) as info:
+        make_study().confirm(**kwargs)
+
+    assert error_message(info.value).startswith(expected)
+
+
+def test_top_zero_confirms_nothing(make_study):
+    runner = FakeRunner()
+    assert make_study(runner).confirm(top=0) is None
+    assert runner.calls == []

@@ -1,0 +1,224 @@
+"""Running a study's confirmation (the method is in :mod:`autotune.confirmation`).
+
+The candidates are the top feasible Pareto trials, fastest first. Each round runs every
+candidate still in, then the baseline, each in a fresh process measuring throughput only
+(no curve, no ablation, no profile); the confirmation is stored in the study after each round,
+so a resumed study continues with the next round and one already done is never repeated. A
+round cut short is run again whole. Then each candidate's curve is trained with the extra seeds,
+one stored run at a time. A candidate whose run fails drops out with the failure recorded; a
+failed baseline run stops the confirmation (the same command resumes it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import optuna
+
+from autotune.config import RunSettings, TrialConfig
+from autotune.confirmation import Candidate, Confirmation
+from autotune.exceptions import ConfigError, StudyError, TrialFailure
+from autotune.fidelity import NoiseFloor, fidelity_distance
+from autotune.records import StudyRecords, TrialRow
+from autotune.result import CurvePoint, RunResult
+from autotune.schema import BASELINE_SEEDS, CONFIRMATION_KEY
+
+#: Runs one configuration with these settings, logging into the folder.
+ConfirmRunner = Callable[[TrialConfig, RunSettings, Path], RunResult]
+#: Told one line per finished run ("round 2/6: trial 7 1,234 samples/s").
+ProgressListener = Callable[[str], None]
+
+
+def check_plan(top: object, rounds: object, extra_seeds: Sequence[int]) -> tuple[int, ...]:
+    """The curve seeds of a confirmation of ``top`` candidates over ``rounds`` rounds (seed 0
+    and ``extra_seeds``); ConfigError naming the argument that cannot be."""
+    if not isinstance(top, int) or isinstance(top, bool) or top < 0:
+        raise ConfigError(f"must be an integer >= 0. Received: {top!r}", argument="top")
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 2:
+        raise ConfigError(f"must be an integer >= 2. Received: {rounds!r}", argument="rounds")
+    seeds = (BASELINE_SEEDS[0], *extra_seeds)
+    if len(set(seeds)) != len(seeds) or not set(seeds) <= set(BASELINE_SEEDS):
+        raise ConfigError(
+            f"must be baseline seeds other than {BASELINE_SEEDS[0]} "
+            f"({list(BASELINE_SEEDS[1:])}), each once. Received: {list(extra_seeds)!r}",
+            argument="extra_seeds",
+        )
+    return seeds
+
+
+def candidates_of(records: StudyRecords, top: int) -> list[TrialRow]:
+    """The ``top`` fastest feasible Pareto trials (duplicates left out), fastest first."""
+    front = [r for r in records.pareto() if r.config is not None and r.duplicate_of is None]
+    return front[:top]
+
+
+def speed_settings(settings: RunSettings) -> RunSettings:
+    """Throughput only: the search's windows, no curve, ablation, profile or early stop."""
+    return settings.replace(
+        curve=False, input_ablation=False, profile_dir=None, stop_below_samples_per_second=None
+    )
+
+
+def curve_settings(settings: RunSettings, seed: int) -> RunSettings:
+    """The fidelity curve alone, trained with ``seed``."""
+    return settings.replace(
+        seed=seed,
+        measure_throughput=False,
+        curve=True,
+        input_ablation=False,
+        profile_dir=None,
+        stop_below_samples_per_second=None,
+    )
+
+
+def _points(curve: Sequence[CurvePoint]) -> list[tuple[float, float]]:
+    return [(p.samples, p.val_loss) for p in curve]
+
+
+def start(records: StudyRecords, top: int, rounds: int, seeds: Sequence[int]) -> Confirmation:
+    """The stored confirmation when it is of the same candidates, rounds and seeds; else a new
+    one (the search found other candidates since, or other rounds were asked for)."""
+    if records.baseline.config is None:
+        raise StudyError("a confirmation needs the baseline; run the study first")
+    trials = candidates_of(records, top)
+    stored = records.confirmation
+    numbers = [r.number for r in trials]
+    if stored is not None and stored.same_plan(numbers, rounds, seeds):
+        return stored
+    candidates = tuple(
+        Candidate(
+            trial=r.number,
+            config=r.config,
+            fidelity={seeds[0]: r.fidelity} if r.fidelity is not None else {},
+        )
+        for r in trials
+        if r.config is not None
+    )
+    return Confirmation(rounds, tuple(seeds), records.baseline.config, (), candidates)
+
+
+class Confirmer:
+    """Runs a :class:`Confirmation` to the end, storing it in ``study`` as it goes."""
+
+    def __init__(
+        self,
+        study: optuna.Study,
+        records: StudyRecords,
+        run: ConfirmRunner,
+        log_root: Path,
+        on_progress: ProgressListener | None = None,
+    ) -> None:
+        self.study = study
+        self.records = records
+        self.run = run
+        self.log_root = log_root / "confirmation"
+        self.on_progress = on_progress or (lambda line: None)
+
+    def __call__(self, confirmation: Confirmation, settings: RunSettings) -> Confirmation:
+        self._store(confirmation)
+        while confirmation.completed_rounds < confirmation.rounds:
+            confirmation = self._round(confirmation, speed_settings(settings))
+            self._store(confirmation)
+        for candidate in confirmation.candidates:
+            for seed in confirmation.seeds:
+                if candidate.failure is None and seed not in candidate.fidelity:
+                    confirmation = self._seed_curve(confirmation, candidate.trial, seed, settings)
+                    self._store(confirmation)
+                    candidate = _find(confirmation, candidate.trial)
+        return confirmation
+
+    def _store(self, confirmation: Confirmation) -> None:
+        self.study.set_user_attr(CONFIRMATION_KEY, confirmation.to_dict())
+
+    def _round(self, confirmation: Confirmation, settings: RunSettings) -> Confirmation:
+        number = confirmation.completed_rounds + 1
+        where = f"round {number}/{confirmation.rounds}"
+        updated = []
+        for candidate in confirmation.candidates:
+            if candidate.failure is not None:
+                updated.append(candidate)
+                continue
+            folder = self.log_root / f"round_{number}_trial_{candidate.trial}"
+            try:
+                speed = _speed(self.run(candidate.config, settings, folder))
+            except TrialFailure as failure:
+                self.on_progress(f"{where}: trial {candidate.trial} failed ({failure.kind})")
+                updated.append(dataclasses.replace(candidate, failure=_failure_text(failure)))
+                continue
+            self.on_progress(f"{where}: trial {candidate.trial} {speed:,.0f} samples/s")
+            updated.append(
+                dataclasses.replace(
+                    candidate, samples_per_second=(*candidate.samples_per_second, speed)
+                )
+            )
+        try:
+            folder = self.log_root / f"round_{number}_baseline"
+            baseline = _speed(self.run(confirmation.baseline_config, settings, folder))
+        except TrialFailure as failure:
+            raise StudyError(
+                f"the baseline's confirmation run failed in {where} ({_failure_text(failure)}); "
+                "the rounds done are stored: run the same command again to resume"
+            ) from failure
+        self.on_progress(f"{where}: baseline {baseline:,.0f} samples/s")
+        return dataclasses.replace(
+            confirmation,
+            baseline_samples_per_second=(*confirmation.baseline_samples_per_second, baseline),
+            candidates=tuple(updated),
+        )
+
+    def _seed_curve(
+        self, confirmation: Confirmation, trial: int, seed: int, settings: RunSettings
+    ) -> Confirmation:
+        candidate = _find(confirmation, trial)
+        floor = self.records.baseline.noise_floor
+        reference = self.records.baseline.seed_curves.get(seed)
+        folder = self.log_root / f"trial_{trial}_seed_{seed}"
+        try:
+            if floor is None or not reference:
+                raise TrialFailure("exception", f"the baseline has no curve for seed {seed}")
+            result = self.run(candidate.config, curve_settings(settings, seed), folder)
+            value = _fidelity(result, reference, floor)
+        except TrialFailure as failure:
+            self.on_progress(f"trial {trial} seed {seed}: failed ({failure.kind})")
+            changed = dataclasses.replace(candidate, failure=_failure_text(failure))
+        else:
+            self.on_progress(f"trial {trial} seed {seed}: fidelity {value:.2f}")
+            changed = dataclasses.replace(candidate, fidelity={**candidate.fidelity, seed: value})
+        return dataclasses.replace(
+            confirmation,
+            candidates=tuple(changed if c.trial == trial else c for c in confirmation.candidates),
+        )
+
+
+def _find(confirmation: Confirmation, trial: int) -> Candidate:
+    return next(c for c in confirmation.candidates if c.trial == trial)
+
+
+def _speed(result: RunResult) -> float:
+    if result.throughput is None:
+        raise TrialFailure("exception", "the run measured no throughput")
+    return result.throughput.median
+
+
+def _fidelity(result: RunResult, reference: Sequence[CurvePoint], floor: NoiseFloor) -> float:
+    if not result.curve:
+        raise TrialFailure("exception", "the run trained no curve")
+    return fidelity_distance(_points(result.curve), _points(reference), floor)
+
+
+def _failure_text(failure: TrialFailure) -> str:
+    return f"{failure.kind}: {failure.message}"
+
+
+__all__ = [
+    "ConfirmRunner",
+    "Confirmer",
+    "ProgressListener",
+    "candidates_of",
+    "check_plan",
+    "curve_settings",
+    "speed_settings",
+    "start",
+]

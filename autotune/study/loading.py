@@ -1,0 +1,46 @@
+"""Opening a stored study as a :class:`~autotune.study.Study` again, with the experiment and
+space it was made with (to run more trials; reading alone needs
+:func:`autotune.records.load_records`, which imports no experiment)."""
+
+from __future__ import annotations
+
+import optuna
+
+from autotune.config import RunSettings
+from autotune.exceptions import ConfigError
+from autotune.schema import IDENTITY_KEY, INFO_KEY
+from autotune.space import space_from_dict
+from autotune.storage import DEFAULT_STORAGE, STUDY_NAME, open_storage, pick_study_name
+from autotune.study.study import Study, TrialRunner
+
+
+def load_study(
+    storage: str = DEFAULT_STORAGE,
+    study_name: str | None = None,
+    *,
+    runner: TrialRunner | None = None,
+) -> Study:
+    """Opens a stored study with the experiment and space it was made with.
+
+    With ``study_name`` None, the storage must hold exactly one study.
+    """
+    probe = open_storage(storage, must_exist=True)
+    name = pick_study_name(probe, storage, study_name)
+    stored = optuna.load_study(study_name=name, storage=probe)
+    info = stored.user_attrs.get(INFO_KEY)
+    if not info or not stored.user_attrs.get(IDENTITY_KEY):
+        raise ConfigError(f"{name!r} in {storage!r} was not made by autotune", argument=STUDY_NAME)
+    space = space_from_dict(info["space"], source=info.get("space_source", "<stored space>"))
+    return Study(
+        info["experiment_reference"],
+        space,
+        storage,
+        name,
+        tolerance=stored.user_attrs[IDENTITY_KEY]["tolerance"],
+        settings=RunSettings().replace(**info.get("settings", {})),
+        runner=runner,
+        read_only=True,
+    )
+
+
+__all__ = ["load_study"]
