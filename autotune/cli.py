@@ -16,6 +16,7 @@ from autotune.cli_inputs import check_listen, read_config
 from autotune.config import LIMITS, RunSettings
 from autotune.confirmation import DEFAULT_ROUNDS, DEFAULT_TOP
 from autotune.exceptions import TrialFailure
+from autotune.fidelity import NoiseFloor
 from autotune.profile import PROFILE_MODES
 from autotune.result import RunResult
 from autotune.storage import DEFAULT_STORAGE
@@ -297,6 +298,10 @@ def run(
 
         study.ensure_baseline(on_run=on_baseline)
         progress.update(baseline_task, completed=3, visible=False)
+        floor = study.baseline().get("noise_floor")
+        if floor:
+            noise = NoiseFloor(floor["value"], floor["measured"], tuple(floor["pairs"]))
+            progress.console.print(f"seed noise floor: {noise.describe()}")
         trials_task = progress.add_task("trials", total=n_trials, completed=min(done, n_trials))
 
         def on_trial(row: TrialRow) -> None:
@@ -351,7 +356,7 @@ def status(storage: str, study_name: str | None) -> None:
     if baseline.throughput is not None:
         console.print(f"baseline: {format_throughput(baseline.throughput)}")
     if baseline.noise_floor is not None:
-        console.print(f"seed noise floor: {baseline.noise_floor.value:.4f} mean |log ratio|")
+        console.print(f"seed noise floor: {baseline.noise_floor.describe()}")
     counts = records.counts()
     console.print(
         f"{records.finished_count()} finished trials; "

@@ -31,6 +31,10 @@ from dataclasses import dataclass
 #: otherwise make every difference infinitely large.
 MIN_NOISE_FLOOR = 1e-3
 
+#: Seed pairs whose distances differ by more than this factor make the study warn that its
+#: seeds are too few to pin the noise floor down.
+DISAGREEMENT_LIMIT = 3.0
+
 Curve = Sequence[tuple[float, float]]  # (samples seen, validation loss)
 
 
@@ -103,6 +107,30 @@ class NoiseFloor:
 
     def to_dict(self) -> dict[str, object]:
         return {"value": self.value, "measured": self.measured, "pairs": list(self.pairs)}
+
+    @property
+    def disagreement(self) -> float:
+        """The largest pair distance over the smallest (1.0 = every pair agrees; infinite when
+        a pair measured no distance at all)."""
+        if not self.pairs:
+            return 1.0
+        low, high = min(self.pairs), max(self.pairs)
+        return math.inf if low <= 0 else high / low
+
+    def describe(self) -> str:
+        """'0.0133 mean |log ratio| (pairs 0.0101-0.0170)', with a warning when the pairs
+        disagree by more than :data:`DISAGREEMENT_LIMIT` (3 seeds are then too few to pin the
+        floor down, and every fidelity in its units is that uncertain)."""
+        text = f"{self.value:.4f} mean |log ratio|"
+        if self.pairs:
+            text += f" (pairs {min(self.pairs):.4f}-{max(self.pairs):.4f})"
+        if self.disagreement > DISAGREEMENT_LIMIT:
+            text += (
+                f"; WARNING: the seed pairs disagree {self.disagreement:.1f}x (over "
+                f"{DISAGREEMENT_LIMIT:g}x): the baseline's seeds are too few to pin the noise "
+                "floor down, so fidelities near the tolerance are uncertain"
+            )
+        return text
 
 
 def noise_floor(seed_curves: Sequence[Curve]) -> NoiseFloor:

@@ -52,7 +52,7 @@ def header_info(records: StudyRecords) -> HeaderInfo:
         ),
         (
             "seed noise floor",
-            f"{floor.value:.4f} mean |log loss ratio| (seeds {sorted(baseline.seed_curves)})"
+            f"{floor.describe()}; seeds {sorted(baseline.seed_curves)}"
             if floor
             else "not measured yet",
         ),

@@ -276,3 +276,18 @@ def test_fidelity_distance_raises_when_a_curve_is_empty():
 
     with pytest.raises(ValueError, match="trial curve is empty"):
         fidelity_distance([], baseline, floor)
+
+
+def test_the_noise_floor_reports_its_own_spread_and_warns_when_seeds_disagree():
+    agreeing = NoiseFloor(0.0133, 0.0133, (0.0101, 0.0128, 0.0170))
+    disagreeing = NoiseFloor(0.02, 0.02, (0.005, 0.02, 0.035))
+
+    assert agreeing.disagreement == pytest.approx(0.0170 / 0.0101)
+    assert agreeing.describe() == "0.0133 mean |log ratio| (pairs 0.0101-0.0170)"
+    assert disagreeing.disagreement == pytest.approx(7.0)
+    assert disagreeing.describe() == (
+        "0.0200 mean |log ratio| (pairs 0.0050-0.0350); WARNING: the seed pairs disagree 7.0x "
+        "(over 3x): the baseline's seeds are too few to pin the noise floor down, so fidelities "
+        "near the tolerance are uncertain"
+    )
+    assert NoiseFloor(0.001, 0.0, (0.0, 0.01, 0.01)).disagreement == math.inf
