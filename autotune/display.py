@@ -333,6 +333,8 @@ def show_recipe(console: Console, recipe: Recipe) -> None:
             f"{ratio['median']:.2f}x (CI {ratio['low']:.2f}-{ratio['high']:.2f}, confirmed "
             f"over {confirmation['rounds']} rounds head to head)",
         )
+    elif recipe.is_baseline:
+        table.add_row("speed-up", "1.00x (the baseline itself)")
     elif recipe.speedup is not None:
         table.add_row("speed-up", f"{recipe.speedup:.2f}x (not confirmed head to head)")
     if recipe.fidelity is not None:
