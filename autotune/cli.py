@@ -256,9 +256,9 @@ def run(
 
     from autotune.display import (
         baseline_line,
-        confirmation_table,
         profile_line,
         safe,
+        show_confirmation,
         show_recipe,
         trial_line,
         trials_table,
@@ -327,8 +327,8 @@ def run(
                 progress.advance(confirm_task)
 
         confirmation = study.confirm(confirm_top, confirm_rounds, on_progress=on_confirm)
-    if confirmation is not None and confirmation.candidates:
-        console.print(confirmation_table(confirmation, study.tolerance))
+    if confirmation is not None:
+        show_confirmation(console, confirmation, study.tolerance)
     show_recipe(console, study.best())
 
 
@@ -347,7 +347,7 @@ def _read(storage: str, study_name: str | None) -> StudyRecords:
 @handle_errors
 def status(storage: str, study_name: str | None) -> None:
     """Show a stored study: baseline, noise floor and every trial (reads the storage only)."""
-    from autotune.display import confirmation_table, format_throughput, safe, trials_table
+    from autotune.display import format_throughput, safe, show_confirmation, trials_table
 
     records = _read(storage, study_name)
     console = Console()
@@ -366,8 +366,7 @@ def status(storage: str, study_name: str | None) -> None:
         console.print(trials_table(list(records.trials), "Trials"))
     confirmation = records.confirmation
     if confirmation is not None:
-        if confirmation.candidates:
-            console.print(confirmation_table(confirmation, records.tolerance))
+        show_confirmation(console, confirmation, records.tolerance)
         console.print(f"confirmed answer: {safe(confirmation.summary(records.tolerance))}")
     else:
         console.print("not confirmed yet: 'autotune run' confirms the top candidates at its end")

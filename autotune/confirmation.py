@@ -14,9 +14,12 @@ of :func:`autotune.measure.summarize` (6 rounds give [min, max] with 96.9% cover
 93.8%). Each candidate's curve is also trained with more seeds; its fidelity is the mean over
 all its seeds (seed s against the baseline's seed s), reported with the range.
 
-The recommendation is the fastest candidate (by median ratio) whose whole ratio interval lies
-above 1 and whose mean fidelity is within the tolerance; when there is none, the answer is that
-no configuration beat the baseline beyond noise. No TensorFlow here.
+The winner is the fastest candidate (by median ratio) whose whole ratio interval lies above 1
+and whose mean fidelity is within the tolerance; when there is none, the answer is that no
+configuration beat the baseline beyond noise. The winner's settings are then attributed
+(:mod:`autotune.attribution`): those whose effect is within noise go back to the baseline's
+values, and that minimal recipe is recommended once it is confirmed against the baseline the
+same way; otherwise the winner is. No TensorFlow here.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from autotune.attribution import Attribution
 from autotune.config import TrialConfig
 from autotune.measure import Estimate, summarize
 
@@ -145,20 +149,27 @@ class Confirmation:
     baseline_config: TrialConfig
     baseline_samples_per_second: tuple[float, ...] = ()
     candidates: tuple[Candidate, ...] = ()
+    attribution: Attribution | None = None
+    minimal: Candidate | None = None
+    minimal_baseline_samples_per_second: tuple[float, ...] = ()
+    attribution_done: bool = False
 
     @property
     def completed_rounds(self) -> int:
         return len(self.baseline_samples_per_second)
 
     @property
-    def complete(self) -> bool:
-        """Every round ran, and every candidate still in has a fidelity for every seed (at once
-        for a confirmation without candidates: nothing feasible to confirm)."""
-        if not self.candidates:
-            return True
+    def candidates_complete(self) -> bool:
+        """Every round ran, and every candidate still in has a fidelity for every seed."""
         return self.completed_rounds >= self.rounds and all(
             c.failure is not None or set(self.seeds) <= set(c.fidelity) for c in self.candidates
         )
+
+    @property
+    def complete(self) -> bool:
+        """The candidates are confirmed and the winner's settings attributed (at once for a
+        confirmation without candidates: nothing feasible to confirm)."""
+        return not self.candidates or (self.candidates_complete and self.attribution_done)
 
     def same_plan(self, trials: Sequence[int], rounds: int, seeds: Sequence[int]) -> bool:
         """Whether this confirmation is of these candidate trials, rounds and seeds."""
@@ -170,10 +181,18 @@ class Confirmation:
 
     def verdict(self, candidate: Candidate, tolerance: float) -> Verdict:
         """What the confirmation says of ``candidate`` at fidelity ``tolerance``."""
-        runs = self.completed_rounds
+        return self._judge(candidate, self.baseline_samples_per_second, tolerance)
+
+    def minimal_verdict(self, tolerance: float) -> Verdict | None:
+        """What the confirmation says of the minimal recipe (None when there is none)."""
+        if self.minimal is None:
+            return None
+        return self._judge(self.minimal, self.minimal_baseline_samples_per_second, tolerance)
+
+    def _judge(self, candidate: Candidate, baseline: Sequence[float], tolerance: float) -> Verdict:
         ratio = None
-        if candidate.samples_per_second and len(candidate.samples_per_second) == runs:
-            ratio = paired_ratio(candidate.samples_per_second, self.baseline_samples_per_second)
+        if candidate.samples_per_second and len(candidate.samples_per_second) == len(baseline):
+            ratio = paired_ratio(candidate.samples_per_second, baseline)
         values = [candidate.fidelity[s] for s in self.seeds if s in candidate.fidelity]
         mean = statistics.fmean(values) if values else None
         low, high = (min(values), max(values)) if values else (None, None)
@@ -194,13 +213,27 @@ class Confirmation:
     def verdicts(self, tolerance: float) -> list[Verdict]:
         return [self.verdict(c, tolerance) for c in self.candidates]
 
-    def recommended(self, tolerance: float) -> Verdict | None:
+    def winner(self, tolerance: float) -> Verdict | None:
         """The eligible candidate with the highest median ratio (the earlier trial on a tie),
-        or None: no configuration beat the baseline beyond noise within ``tolerance``."""
+        or None: no candidate beat the baseline beyond noise within ``tolerance``."""
         eligible = [v for v in self.verdicts(tolerance) if v.eligible and v.ratio is not None]
-        if not self.complete or not eligible:
+        if not self.candidates_complete or not eligible:
             return None
         return max(eligible, key=lambda v: (v.ratio.median if v.ratio else 0, -v.candidate.trial))
+
+    def recommended(self, tolerance: float) -> Verdict | None:
+        """The :meth:`winner`, or its minimal recipe when that is confirmed too (faster than
+        the baseline beyond noise, mean fidelity within ``tolerance``); None until complete."""
+        winner = self.winner(tolerance)
+        if winner is None or not self.complete:
+            return None
+        minimal = self.minimal_verdict(tolerance)
+        attributed = (
+            self.attribution is not None and self.attribution.trial == winner.candidate.trial
+        )
+        if minimal is not None and minimal.eligible and attributed:
+            return minimal
+        return winner
 
     def summary(self, tolerance: float) -> str:
         """One sentence: the confirmed answer."""
@@ -215,12 +248,21 @@ class Confirmation:
                 f"candidate(s), {self.rounds} rounds head to head); keep the baseline"
             )
         ratio = best.ratio
-        return (
-            f"trial {best.candidate.trial}: {ratio.median:.2f}x the baseline ({_coverage(ratio)} "
+        what = f"trial {best.candidate.trial}"
+        if best.candidate is self.minimal:
+            what += f" with {', '.join(self._reverted())} at the baseline's value (minimal recipe)"
+        text = (
+            f"{what}: {ratio.median:.2f}x the baseline ({_coverage(ratio)} "
             f"{ratio.low:.2f}-{ratio.high:.2f}, {self.rounds} rounds head to head), fidelity "
             f"{best.fidelity_mean:.2f} over seeds {list(self.seeds)} (range "
             f"{best.fidelity_low:.2f}-{best.fidelity_high:.2f})"
         )
+        if self.attribution is not None and self.attribution.trial == best.candidate.trial:
+            text += f"; speed-up {self.attribution.describe()}"
+        return text
+
+    def _reverted(self) -> tuple[str, ...]:
+        return self.attribution.within_noise() if self.attribution is not None else ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -230,6 +272,10 @@ class Confirmation:
             "baseline_config": self.baseline_config.to_dict(),
             "baseline_samples_per_second": list(self.baseline_samples_per_second),
             "candidates": [c.to_dict() for c in self.candidates],
+            "attribution": self.attribution.to_dict() if self.attribution else None,
+            "minimal": self.minimal.to_dict() if self.minimal else None,
+            "minimal_baseline_samples_per_second": list(self.minimal_baseline_samples_per_second),
+            "attribution_done": self.attribution_done,
         }
 
     @classmethod
@@ -244,6 +290,14 @@ class Confirmation:
                 float(v) for v in data.get("baseline_samples_per_second", [])
             ),
             candidates=tuple(Candidate.from_dict(c) for c in data.get("candidates", [])),
+            attribution=(
+                Attribution.from_dict(data["attribution"]) if data.get("attribution") else None
+            ),
+            minimal=Candidate.from_dict(data["minimal"]) if data.get("minimal") else None,
+            minimal_baseline_samples_per_second=tuple(
+                float(v) for v in data.get("minimal_baseline_samples_per_second", [])
+            ),
+            attribution_done=bool(data.get("attribution_done", False)),
         )
 
 

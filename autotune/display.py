@@ -367,3 +367,37 @@ def confirmation_table(confirmation: Confirmation, tolerance: float) -> Table:
             safe(verdict.text),
         )
     return table
+
+
+def attribution_table(confirmation: Confirmation) -> Table | None:
+    """Which of the winner's settings carry its speed-up: the speed with each one reverted to
+    the baseline's value, over the winner's (paired by round); None without an attribution."""
+    attribution = confirmation.attribution
+    if attribution is None:
+        return None
+    table = Table(
+        title=f"Where trial {attribution.trial}'s speed-up comes from "
+        f"({attribution.completed_rounds} rounds, each setting reverted alone)"
+    )
+    for name in ("setting", "speed with it reverted (CI)", "verdict"):
+        table.add_column(name)
+    for setting in attribution.settings:
+        ratio = attribution.ratio(setting)
+        verdict = (
+            "failed without it: kept"
+            if setting in attribution.failed
+            else "carries the speed-up: kept"
+            if attribution.carries(setting)
+            else "within noise: baseline value"
+        )
+        table.add_row(setting, ratio_text(ratio), verdict)
+    return table
+
+
+def show_confirmation(console: Console, confirmation: Confirmation, tolerance: float) -> None:
+    """Prints the confirmation's candidates and, when there is one, its attribution."""
+    if confirmation.candidates:
+        console.print(confirmation_table(confirmation, tolerance))
+    attributed = attribution_table(confirmation)
+    if attributed is not None:
+        console.print(attributed)

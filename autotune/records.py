@@ -22,6 +22,7 @@ from typing import Any
 
 import optuna
 
+from autotune.config import TrialConfig
 from autotune.confirmation import Confirmation
 from autotune.exceptions import ConfigError
 from autotune.log_folders import default_log_root
@@ -222,13 +223,36 @@ class StudyRecords:
                 confirmation=details,
             )
         details.update(ratio=winner.ratio.to_dict(), fidelity_seeds=winner.to_dict()["fidelity"])
+        attribution = confirmation.attribution
+        if attribution is not None and attribution.trial == winner.candidate.trial:
+            details["attribution"] = attribution.rows()
+            details["minimal"] = winner.candidate is confirmation.minimal
         recipe = self.recipe(self.trial(winner.candidate.trial), limit)
+        if winner.candidate is confirmation.minimal:
+            recipe = self._minimal(recipe, winner.candidate.config)
         return dataclasses.replace(
             recipe,
             speedup=winner.ratio.median,
             fidelity=winner.fidelity_mean,
             note=f"confirmed: {confirmation.summary(limit)}",
             confirmation=details,
+        )
+
+    def _minimal(self, recipe: Recipe, config: TrialConfig) -> Recipe:
+        """``recipe`` (the winner's) for its minimal ``config``: the baseline's learning rate
+        when the batch size went back to the baseline's, and no effective settings when the
+        precision or XLA did (those were observed for the winner's configuration)."""
+        base = self.baseline.config
+        learning_rate = recipe.learning_rate
+        if base is not None and config.batch_size == base.batch_size:
+            learning_rate = self.baseline.learning_rate
+        numerics = (config.precision, config.jit_compile)
+        same = numerics == (recipe.config.precision, recipe.config.jit_compile)
+        return dataclasses.replace(
+            recipe,
+            config=config,
+            learning_rate=learning_rate,
+            effective=recipe.effective if same else {},
         )
 
     def recipe(self, row: TrialRow | None = None, max_fidelity: float | None = None) -> Recipe:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import optuna
 
+from autotune.attribution import Attribution, changed_settings, reverted, same_curve
 from autotune.config import RunSettings, TrialConfig
 from autotune.confirmation import Candidate, Confirmation
 from autotune.exceptions import ConfigError, StudyError, TrialFailure
@@ -112,6 +113,7 @@ class Confirmer:
     ) -> None:
         self.study = study
         self.records = records
+        self.tolerance = records.tolerance
         self.run = run
         self.log_root = log_root / "confirmation"
         self.on_progress = on_progress or (lambda line: None)
@@ -127,6 +129,130 @@ class Confirmer:
                     confirmation = self._seed_curve(confirmation, candidate.trial, seed, settings)
                     self._store(confirmation)
                     candidate = _find(confirmation, candidate.trial)
+        if not confirmation.attribution_done:
+            confirmation = self._attribute(confirmation, settings)
+            confirmation = dataclasses.replace(confirmation, attribution_done=True)
+            self._store(confirmation)
+        return confirmation
+
+    # ------------------------------------------------------------- attribution, minimal recipe
+    def _attribute(self, confirmation: Confirmation, settings: RunSettings) -> Confirmation:
+        """Attributes the winner's speed-up to its settings and confirms its minimal recipe
+        (see :mod:`autotune.attribution`); nothing to do without a winner, or for one that
+        differs from the baseline in a single setting (that setting carries it)."""
+        winner = confirmation.winner(self.tolerance)
+        base = confirmation.baseline_config
+        if winner is None:
+            return confirmation
+        best = winner.candidate
+        changed = changed_settings(best.config, base)
+        if len(changed) < 2:
+            return confirmation
+        attribution = confirmation.attribution
+        if attribution is None or attribution.trial != best.trial:
+            attribution = Attribution(best.trial, changed)
+            confirmation = dataclasses.replace(
+                confirmation, attribution=attribution, minimal=None,
+                minimal_baseline_samples_per_second=(),
+            )  # fmt: skip
+        speed = speed_settings(settings)
+        while attribution.completed_rounds < confirmation.rounds:
+            attribution = self._attribution_round(attribution, best.config, base, speed)
+            confirmation = dataclasses.replace(confirmation, attribution=attribution)
+            self._store(confirmation)
+        minimal_config = attribution.minimal(best.config, base)
+        if minimal_config == best.config:
+            return confirmation
+        if confirmation.minimal is None:
+            fidelity = dict(best.fidelity) if same_curve(minimal_config, best.config) else {}
+            minimal = Candidate(trial=best.trial, config=minimal_config, fidelity=fidelity)
+            confirmation = dataclasses.replace(confirmation, minimal=minimal)
+            self._store(confirmation)
+        return self._confirm_minimal(confirmation, settings)
+
+    def _attribution_round(
+        self,
+        attribution: Attribution,
+        winner: TrialConfig,
+        base: TrialConfig,
+        settings: RunSettings,
+    ) -> Attribution:
+        number = attribution.completed_rounds + 1
+        where = f"attribution round {number}"
+        folder = self.log_root / f"attribution_{number}_trial_{attribution.trial}"
+        try:
+            speed = _speed(self.run(winner, settings, folder))
+        except TrialFailure as failure:
+            raise StudyError(
+                f"trial {attribution.trial} failed in {where} ({_failure_text(failure)}); the "
+                "rounds done are stored: run the same command again to resume"
+            ) from failure
+        self.on_progress(f"{where}: trial {attribution.trial} {speed:,.0f} samples/s")
+        speeds = dict(attribution.reverted_samples_per_second)
+        failed = list(attribution.failed)
+        for setting in attribution.settings:
+            if setting in failed:
+                continue
+            config = reverted(winner, base, setting)
+            try:
+                value = _speed(
+                    self.run(config, settings, folder.with_name(folder.name + f"_{setting}"))
+                )
+            except TrialFailure as failure:
+                self.on_progress(f"{where}: without {setting}: failed ({failure.kind})")
+                failed.append(setting)
+                continue
+            self.on_progress(f"{where}: without {setting}: {value:,.0f} samples/s")
+            speeds[setting] = (*speeds.get(setting, ()), value)
+        return dataclasses.replace(
+            attribution,
+            winner_samples_per_second=(*attribution.winner_samples_per_second, speed),
+            reverted_samples_per_second=speeds,
+            failed=tuple(failed),
+        )
+
+    def _confirm_minimal(self, confirmation: Confirmation, settings: RunSettings) -> Confirmation:
+        """The minimal recipe against the baseline, round by round, then its curve seeds."""
+        speed = speed_settings(settings)
+        base = confirmation.baseline_config
+        minimal = confirmation.minimal
+        while (
+            minimal is not None
+            and minimal.failure is None
+            and len(confirmation.minimal_baseline_samples_per_second) < confirmation.rounds
+        ):
+            number = len(confirmation.minimal_baseline_samples_per_second) + 1
+            folder = self.log_root / f"minimal_{number}"
+            try:
+                value = _speed(self.run(minimal.config, speed, folder))
+                baseline = _speed(self.run(base, speed, folder.with_name(folder.name + "_base")))
+            except TrialFailure as failure:
+                minimal = dataclasses.replace(minimal, failure=_failure_text(failure))
+                confirmation = dataclasses.replace(confirmation, minimal=minimal)
+                self._store(confirmation)
+                break
+            self.on_progress(
+                f"minimal round {number}/{confirmation.rounds}: {value:,.0f} against the "
+                f"baseline's {baseline:,.0f} samples/s"
+            )
+            minimal = dataclasses.replace(
+                minimal, samples_per_second=(*minimal.samples_per_second, value)
+            )
+            confirmation = dataclasses.replace(
+                confirmation,
+                minimal=minimal,
+                minimal_baseline_samples_per_second=(
+                    *confirmation.minimal_baseline_samples_per_second, baseline,
+                ),
+            )  # fmt: skip
+            self._store(confirmation)
+        for seed in confirmation.seeds:
+            minimal = confirmation.minimal
+            if minimal is None or minimal.failure is not None or seed in minimal.fidelity:
+                continue
+            updated = self._curve(minimal, seed, settings, self.log_root / f"minimal_seed_{seed}")
+            confirmation = dataclasses.replace(confirmation, minimal=updated)
+            self._store(confirmation)
         return confirmation
 
     def _store(self, confirmation: Confirmation) -> None:
@@ -172,24 +298,31 @@ class Confirmer:
         self, confirmation: Confirmation, trial: int, seed: int, settings: RunSettings
     ) -> Confirmation:
         candidate = _find(confirmation, trial)
+        folder = self.log_root / f"trial_{trial}_seed_{seed}"
+        changed = self._curve(candidate, seed, settings, folder)
+        return dataclasses.replace(
+            confirmation,
+            candidates=tuple(changed if c.trial == trial else c for c in confirmation.candidates),
+        )
+
+    def _curve(
+        self, candidate: Candidate, seed: int, settings: RunSettings, folder: Path
+    ) -> Candidate:
+        """``candidate`` with its fidelity for ``seed`` (its curve trained with that seed and
+        compared with the baseline's curve of the same seed), or with the failure."""
         floor = self.records.baseline.noise_floor
         reference = self.records.baseline.seed_curves.get(seed)
-        folder = self.log_root / f"trial_{trial}_seed_{seed}"
+        what = f"trial {candidate.trial} seed {seed}"
         try:
             if floor is None or not reference:
                 raise TrialFailure("exception", f"the baseline has no curve for seed {seed}")
             result = self.run(candidate.config, curve_settings(settings, seed), folder)
             value = _fidelity(result, reference, floor)
         except TrialFailure as failure:
-            self.on_progress(f"trial {trial} seed {seed}: failed ({failure.kind})")
-            changed = dataclasses.replace(candidate, failure=_failure_text(failure))
-        else:
-            self.on_progress(f"trial {trial} seed {seed}: fidelity {value:.2f}")
-            changed = dataclasses.replace(candidate, fidelity={**candidate.fidelity, seed: value})
-        return dataclasses.replace(
-            confirmation,
-            candidates=tuple(changed if c.trial == trial else c for c in confirmation.candidates),
-        )
+            self.on_progress(f"{what}: failed ({failure.kind})")
+            return dataclasses.replace(candidate, failure=_failure_text(failure))
+        self.on_progress(f"{what}: fidelity {value:.2f}")
+        return dataclasses.replace(candidate, fidelity={**candidate.fidelity, seed: value})
 
 
 def _find(confirmation: Confirmation, trial: int) -> Candidate:

@@ -35,8 +35,10 @@ def candidate(trial: int, speeds, fidelity=(0.4, 0.5, 0.6), failure=None) -> Can
     )
 
 
-def confirmation(baseline, *candidates, rounds=6) -> Confirmation:
-    return Confirmation(rounds, SEEDS, BASE, tuple(baseline), tuple(candidates))
+def confirmation(baseline, *candidates, rounds=6, attributed=True) -> Confirmation:
+    return Confirmation(
+        rounds, SEEDS, BASE, tuple(baseline), tuple(candidates), attribution_done=attributed
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ def unconfirmed(tmp_path_factory: pytest.TempPathFactory) -> DemoStudy:
 
 
 ANSWER = "trial 3: 6.00x the baseline (95% CI 6.00-6.00, 6 rounds head to head)"
+CARRIED = "speed-up carried by batch_size, precision, jit_compile"
 
 
 def cli(demo: DemoStudy, *args: str) -> str:
@@ -47,7 +48,11 @@ def test_status_shows_the_confirmation_table_and_the_answer(confirmed: DemoStudy
     assert "Confirmation: 6 of 6 rounds head to head, seeds [0, 1, 2]" in output
     assert "6.00x (95% CI 6.00-6.00)" in output and "3.00x (95% CI 3.00-3.00)" in output
     assert "faster beyond noise" in output
+    joined = " ".join(output.split())
+    assert "Where trial 3's speed-up comes from (6 rounds, each setting reverted alone)" in joined
+    assert output.count("carries the speed-up: kept") == 3  # batch size, precision, XLA
     assert f"confirmed answer: {ANSWER}" in " ".join(output.split())
+    assert CARRIED in " ".join(output.split())
 
 
 def test_status_says_when_nothing_is_confirmed_yet(unconfirmed: DemoStudy) -> None:
@@ -65,6 +70,11 @@ def test_best_json_carries_the_ratio_its_interval_and_the_rounds(confirmed: Demo
     assert confirmation["ratio"]["confidence"] >= 0.95
     assert confirmation["baseline_samples_per_second"] == [1000.0] * 6
     assert [c["trial"] for c in confirmation["candidates"]] == [3, 2]
+    assert [row["setting"] for row in confirmation["attribution"]] == [
+        "batch_size", "precision", "jit_compile",
+    ]  # fmt: skip
+    assert all(row["carries"] for row in confirmation["attribution"])
+    assert confirmation["minimal"] is False
     assert recipe["note"].startswith(f"confirmed: {ANSWER}")
 
 

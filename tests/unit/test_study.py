@@ -1384,7 +1384,13 @@ def test_confirmation_interleaves_rounds_and_recommends_the_confirmed_winner(mak
     assert [c.trial for c in confirmation.candidates] == [3, 2]  # the feasible front, fastest first
     order = [(c.config.batch_size, c.config.precision) for c in speed_calls(runner)]
     one_round = [(64, "mixed_bfloat16"), (32, "mixed_bfloat16"), (32, "float32")]
-    assert order == one_round * 4  # A B base, A B base, ...
+    # A B base, A B base, ...; then the winner D alone and with each setting reverted in turn
+    # (batch size, precision, XLA: the last keeps bs=64 bf16), four rounds of it
+    assert order[:12] == one_round * 4
+    winner_and_reverted = [
+        (64, "mixed_bfloat16"), (32, "mixed_bfloat16"), (64, "float32"), (64, "mixed_bfloat16"),
+    ]  # fmt: skip
+    assert order[12:] == winner_and_reverted * 4
     assert all(c.settings.input_ablation is False for c in speed_calls(runner))
     assert sorted((c.config.batch_size, c.settings.seed) for c in curve_calls(runner)) == [
         (32, 1), (32, 2), (64, 1), (64, 2),
@@ -1420,7 +1426,7 @@ def test_a_confirmation_done_is_not_repeated_on_resume(make_study):
     assert make_study().best().confirmation is not None
     again = FakeRunner()
     make_study(again).confirm(rounds=5)  # another plan: a new confirmation
-    assert len(speed_calls(again)) == 5 * 3
+    assert len(speed_calls(again)) == 5 * 3 + 5 * 4  # rounds, then the attribution rounds
 
 
 def test_an_interrupted_confirmation_resumes_with_the_next_round(make_study):
@@ -1445,7 +1451,7 @@ def test_an_interrupted_confirmation_resumes_with_the_next_round(make_study):
     resumed = FakeRunner()
     make_study(resumed).confirm(rounds=4)
 
-    assert len(speed_calls(resumed)) == 2 * 3  # rounds 3 and 4 only, whole
+    assert len(speed_calls(resumed)) == 2 * 3 + 4 * 4  # rounds 3 and 4 only, then attribution
     assert len(curve_calls(resumed)) == 4
 
 
@@ -1509,3 +1515,68 @@ def test_top_zero_confirms_nothing(make_study):
     runner = FakeRunner()
     assert make_study(runner).confirm(top=0) is None
     assert runner.calls == []
+
+
+def test_settings_within_noise_go_back_to_the_baseline_in_a_confirmed_minimal_recipe(make_study):
+    pipeline = SearchSpace(
+        "fake",
+        {
+            **SPACE.parameters,
+            "prefetch": choices("autotune", 1),
+            "num_parallel_calls": choices("autotune", 2),
+        },
+    )
+    study = make_study(space=pipeline)
+    # D with pipeline settings that do nothing in the fake world (speed depends on batch size,
+    # precision and XLA only): a random draw would have told users to set them.
+    enqueue(study, {**D, "prefetch": 1, "num_parallel_calls": 2})
+    study.optimize(n_trials=1)
+    runner = FakeRunner()
+
+    confirmation = make_study(runner, space=pipeline).confirm(top=1, rounds=4)
+
+    assert confirmation is not None and confirmation.complete
+    attribution = confirmation.attribution
+    assert attribution is not None
+    assert attribution.settings == (
+        "batch_size", "precision", "jit_compile", "prefetch", "num_parallel_calls",
+    )  # fmt: skip
+    assert attribution.within_noise() == ("prefetch", "num_parallel_calls")
+    assert attribution.describe() == (
+        "carried by batch_size, precision, jit_compile; within noise: prefetch, num_parallel_calls"
+    )
+    minimal = confirmation.minimal
+    assert minimal is not None
+    assert (minimal.config.prefetch, minimal.config.num_parallel_calls) == ("autotune", "autotune")
+    assert minimal.fidelity == confirmation.candidates[0].fidelity  # the same curve: not retrained
+    assert len(confirmation.minimal_baseline_samples_per_second) == 4
+    best = confirmation.recommended(1.5)
+    assert best is not None and best.candidate is minimal
+    recipe = make_study(space=pipeline).best()
+    assert recipe.trial == 0
+    assert recipe.config == minimal.config
+    assert recipe.confirmation is not None and recipe.confirmation["minimal"] is True
+    carries = {row["setting"]: row["carries"] for row in recipe.confirmation["attribution"]}
+    assert carries == {
+        "batch_size": True, "precision": True, "jit_compile": True,
+        "prefetch": False, "num_parallel_calls": False,
+    }  # fmt: skip
+    assert "with prefetch, num_parallel_calls at the baseline's value (minimal recipe)" in (
+        recipe.note
+    )
+    again = FakeRunner()
+    make_study(again, space=pipeline).confirm(top=1, rounds=4)
+    assert again.calls == []
+
+
+def test_a_winner_that_differs_in_one_setting_needs_no_attribution(make_study):
+    study = make_study()
+    enqueue(study, params("float32", False, 64))  # A: bs=64 only, 2000 samples/s
+    study.optimize(n_trials=1)
+    runner = FakeRunner()
+
+    confirmation = make_study(runner).confirm(top=1, rounds=3)
+
+    assert confirmation is not None and confirmation.complete
+    assert confirmation.attribution is None and confirmation.minimal is None
+    assert len(speed_calls(runner)) == 3 * 2
