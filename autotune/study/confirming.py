@@ -161,7 +161,7 @@ class Confirmer:
             confirmation = dataclasses.replace(confirmation, attribution=attribution)
             self._store(confirmation)
         minimal_config = attribution.minimal(best.config, base)
-        if minimal_config == best.config:
+        if minimal_config in (best.config, base):  # nothing to drop, or no one setting matters
             return confirmation
         if confirmation.minimal is None:
             fidelity = dict(best.fidelity) if same_curve(minimal_config, best.config) else {}

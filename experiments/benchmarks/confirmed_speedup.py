@@ -86,7 +86,10 @@ def one_experiment(path: Path, args: argparse.Namespace) -> list[str]:
             f"| {name} | {speed.median:,.0f} ({speed.low:,.0f}-{speed.high:,.0f}) | "
             f"{to_base} | {to_checklist} |"
         )
-    if confirmation is not None:
+    if confirmation is not None and confirmation.attribution is not None:
+        attribution = confirmation.attribution
+        lines += ["", f"Trial {attribution.trial}'s speed-up: {attribution.describe()}."]
+    if confirmation is not None and confirmation.candidates:
         lines += ["", "Confirmation of the search's candidates:", ""]
         lines += ["| trial | configuration | speed-up (CI) | fidelity (range) | verdict |"]
         lines += ["|---|---|---|---|---|"]
