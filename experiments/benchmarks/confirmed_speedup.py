@@ -6,8 +6,9 @@ under ``--work``, its confirmation (the study's own, :mod:`autotune.confirmation
 head-to-head of three arms in fresh processes, interleaved round by round: the confirmed
 recommendation (the baseline itself when nothing beat it), the checklist configuration for this
 machine (:mod:`autotune.checklist`) and the baseline. Ratios are paired by round, with the
-order-statistic interval of :func:`autotune.measure.summarize`. Results are appended to
-results/confirmed_speedup.md with the machine, date, versions and command.
+order-statistic interval of :func:`autotune.measure.summarize`; the checklist's fidelity is
+measured over the baseline's seeds, as the confirmation measures a candidate's. Results are
+appended to results/confirmed_speedup.md with the machine, date, versions and command.
 
     python experiments/benchmarks/confirmed_speedup.py [--trials 10] [--space cpu] [--rounds 6]
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import shlex
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -24,9 +26,11 @@ from pathlib import Path
 from autotune import Study, TrialConfig
 from autotune.checklist import checklist_config
 from autotune.confirmation import paired_ratio, ratio_text
+from autotune.fidelity import fidelity_distance
 from autotune.hardware import hardware, versions
 from autotune.measure import summarize
-from autotune.study.confirming import speed_settings
+from autotune.records import load_records
+from autotune.study.confirming import curve_settings, speed_settings
 from autotune.trial.isolation import run_isolated
 
 HERE = Path(__file__).resolve().parent
@@ -49,6 +53,30 @@ def head_to_head(
     return speeds
 
 
+def seed_fidelity(study: Study, config: TrialConfig, logs: Path) -> list[float]:
+    """``config``'s fidelity with each baseline seed (its curve trained with that seed against
+    the baseline's curve of the same seed), as the confirmation judges a candidate."""
+    records = load_records(study.storage_url, study.name)
+    floor = records.baseline.noise_floor
+    assert floor is not None
+    values = []
+    for seed, reference in sorted(records.baseline.seed_curves.items()):
+        result = run_isolated(
+            study.reference,
+            config,
+            curve_settings(study.settings, seed),
+            log_dir=logs / f"seed_{seed}",
+        )
+        values.append(
+            fidelity_distance(
+                [(p.samples, p.val_loss) for p in result.curve],
+                [(p.samples, p.val_loss) for p in reference],
+                floor,
+            )
+        )
+    return values
+
+
 def one_experiment(path: Path, args: argparse.Namespace) -> list[str]:
     work = args.work / path.stem
     work.mkdir(parents=True, exist_ok=True)
@@ -64,6 +92,7 @@ def one_experiment(path: Path, args: argparse.Namespace) -> list[str]:
     checklist = checklist_config(study.experiment.base_batch_size, hardware())
     arms = {"recommended": recipe.config, "checklist": checklist, "baseline": base}
     speeds = head_to_head(study, arms, args.rounds, work / "head_to_head")
+    checklist_fidelity = seed_fidelity(study, checklist, work / "checklist_curves")
     total = time.perf_counter() - started
     lines = [
         f"### {path.stem}",
@@ -73,7 +102,10 @@ def one_experiment(path: Path, args: argparse.Namespace) -> list[str]:
         f"- confirmed answer: {confirmation.summary(study.tolerance) if confirmation else '-'}",
         f"- recommended: `{recipe.config.describe()}`"
         + (" (the baseline: nothing beat it beyond noise)" if recipe.is_baseline else ""),
-        f"- checklist: `{checklist.describe()}`",
+        f"- checklist: `{checklist.describe()}`, fidelity "
+        f"{statistics.fmean(checklist_fidelity):.2f} over seeds (range "
+        f"{min(checklist_fidelity):.2f}-{max(checklist_fidelity):.2f}; tolerance "
+        f"{study.tolerance:g})",
         "",
         "| arm | samples/s (median, CI) per round | ratio to baseline | ratio to checklist |",
         "|---|---|---|---|",
