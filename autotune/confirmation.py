@@ -240,6 +240,8 @@ class Confirmation:
         if not self.candidates:
             return "no feasible candidate to confirm; keep the baseline"
         if not self.complete:
+            if self.candidates_complete:
+                return "confirmation unfinished (the winner's settings are not attributed yet)"
             return f"confirmation unfinished ({self.completed_rounds} of {self.rounds} rounds)"
         best = self.recommended(tolerance)
         if best is None or best.ratio is None:

@@ -157,6 +157,11 @@ def test_failed_slower_and_unfinished_candidates_are_not_recommended():
     unfinished = confirmation(base[:3], candidate(3, [5000.0] * 3))
     assert not unfinished.complete and unfinished.recommended(1.5) is None
     assert unfinished.summary(1.5) == "confirmation unfinished (3 of 6 rounds)"
+    pending = confirmation(base, candidate(3, [5000.0] * 6), attributed=False)
+    assert pending.summary(1.5) == (
+        "confirmation unfinished (the winner's settings are not attributed yet)"
+    )
+    assert pending.recommended(1.5) is None and pending.winner(1.5) is not None
 
 
 def test_a_candidate_missing_a_seed_leaves_the_confirmation_incomplete():
