@@ -115,14 +115,24 @@ _OUT_OF_MEMORY_TEXT = re.compile(
 _CHAIN_LIMIT = 16
 
 
+def error_chain(error: BaseException) -> list[BaseException]:
+    """``error`` and the exceptions it was raised from or while handling (``__cause__``, else
+    ``__context__``), innermost last; at most :data:`_CHAIN_LIMIT`, each once."""
+    found: list[BaseException] = []
+    current: BaseException | None = error
+    while (
+        current is not None and len(found) < _CHAIN_LIMIT and all(current is not f for f in found)
+    ):
+        found.append(current)
+        current = current.__cause__ or current.__context__
+    return found
+
+
 def is_out_of_memory(error: BaseException) -> bool:
     """Whether ``error``, or an exception it was raised from or while handling, says the trial
     ran out of memory: by its class name (:data:`OUT_OF_MEMORY_TYPES`, so no TensorFlow is
     needed to tell) or by its message (``RESOURCE_EXHAUSTED``, "out of memory", ...)."""
-    current: BaseException | None = error
-    seen: set[int] = set()
-    while current is not None and id(current) not in seen and len(seen) < _CHAIN_LIMIT:
-        seen.add(id(current))
+    for current in error_chain(error):
         if any(cls.__name__ in OUT_OF_MEMORY_TYPES for cls in type(current).__mro__):
             return True
         try:
@@ -131,7 +141,6 @@ def is_out_of_memory(error: BaseException) -> bool:
             text = ""
         if _OUT_OF_MEMORY_TEXT.search(text):
             return True
-        current = current.__cause__ or current.__context__
     return False
 
 

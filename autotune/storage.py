@@ -15,7 +15,7 @@ from typing import Any
 
 import optuna
 
-from autotune.exceptions import ConfigError
+from autotune.exceptions import ConfigError, error_chain
 
 DEFAULT_STORAGE = "sqlite:///autotune.db"
 HEARTBEAT_SECONDS = 10
@@ -117,19 +117,10 @@ def open_storage(
         ) from error
 
 
-def _causes(error: BaseException) -> list[BaseException]:
-    found: list[BaseException] = []
-    current: BaseException | None = error
-    while current is not None and current not in found and len(found) < 16:
-        found.append(current)
-        current = current.__cause__ or current.__context__
-    return found
-
-
 def is_storage_error(error: BaseException) -> bool:
     """Whether ``error`` (or what caused it) is the database failing: an SQLAlchemy or DB-API
     error, or Optuna's StorageInternalError, rather than a bug or bad input."""
-    for cause in _causes(error):
+    for cause in error_chain(error):
         module = type(cause).__module__
         if module.startswith(("sqlalchemy", "sqlite3", "psycopg", "pymysql")) or (
             type(cause).__name__ == "StorageInternalError"
@@ -141,7 +132,7 @@ def is_storage_error(error: BaseException) -> bool:
 def database_error_text(error: BaseException) -> str:
     """One line saying what the database reported: the innermost driver error's first line
     (``database disk image is malformed``), without SQLAlchemy's SQL and links."""
-    causes = _causes(error)
+    causes = error_chain(error)
     for cause in reversed(causes):  # the driver's own error is the innermost one
         module = type(cause).__module__
         if module.startswith(("sqlite3", "psycopg", "pymysql")) or module == "_sqlite3":

@@ -23,11 +23,10 @@ import os
 import sqlite3
 from pathlib import Path
 
-from autotune.exceptions import StudyError
+from autotune.exceptions import StudyError, error_chain
 from autotune.storage import sqlite_path
 
 _RESUME = "trials stored before are kept; run the same command again to resume"
-_CHAIN_LIMIT = 16
 
 
 def _file_id(path: Path) -> tuple[int, int] | None:
@@ -64,22 +63,13 @@ class StorageGuard:
         )
 
 
-def _chain(error: BaseException) -> list[BaseException]:
-    found: list[BaseException] = []
-    current: BaseException | None = error
-    while current is not None and len(found) < _CHAIN_LIMIT and current not in found:
-        found.append(current)
-        current = current.__cause__ or current.__context__
-    return found
-
-
 def storage_fault(error: BaseException, storage_url: str) -> StudyError | None:
     """A one-line StudyError for ``error`` raised while the study wrote ``storage_url`` when it
     means the storage cannot be written any more (its disk is full, its file was deleted,
     replaced or made read-only, a disk I/O error); None for any other error."""
     database = sqlite_path(storage_url)
     where = repr(str(database.resolve())) if database is not None else repr(storage_url)
-    for link in _chain(error):
+    for link in error_chain(error):
         if isinstance(link, OSError) and link.errno in (errno.ENOSPC, errno.EDQUOT):
             name = link.filename or where
             return StudyError(
