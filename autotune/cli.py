@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,26 @@ if TYPE_CHECKING:
 DEFAULT_EXPERIMENT = str(Path(__file__).resolve().parent.parent / "experiments" / "digits_cnn.py")
 
 
+def _seed_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--seed``: an integer numpy accepts as a seed (0 to 2**32 - 1), default 0."""
+    return click.option(
+        "--seed",
+        type=click.IntRange(0, LIMITS["seed"]),
+        default=0,
+        show_default=True,
+        help=help_text,
+    )
+
+
+MAX_FIDELITY_OPTION = click.option(
+    "--max-fidelity",
+    type=click.FloatRange(min=0),
+    callback=finite,
+    default=None,
+    help="Largest fidelity distance accepted (default: the study's tolerance).",
+)
+
+
 @click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="autotune")
 def main() -> None:
@@ -43,13 +64,7 @@ def main() -> None:
     help="TrialConfig as JSON, or @file.json. Keys: batch_size, precision, jit_compile, "
     "prefetch, num_parallel_calls, shuffle_buffer.",
 )
-@click.option(
-    "--seed",
-    type=click.IntRange(0, LIMITS["seed"]),
-    default=0,
-    show_default=True,
-    help="Seed for weights and data order.",
-)
+@_seed_option("Seed for weights and data order.")
 @click.option(
     "--windows", type=click.IntRange(min=1), default=7, show_default=True, help="Timed windows."
 )
@@ -196,13 +211,7 @@ def _quiet_optuna() -> None:
     show_default=True,
     help="Largest fidelity distance accepted, in units of the seed noise floor.",
 )
-@click.option(
-    "--seed",
-    type=click.IntRange(0, LIMITS["seed"]),
-    default=0,
-    show_default=True,
-    help="Sampler seed.",
-)
+@_seed_option("Sampler seed.")
 @click.option(
     "--allow-mismatch",
     is_flag=True,
@@ -300,7 +309,7 @@ def run(
         progress.update(baseline_task, completed=3, visible=False)
         floor = study.baseline().get("noise_floor")
         if floor:
-            noise = NoiseFloor(floor["value"], floor["measured"], tuple(floor["pairs"]))
+            noise = NoiseFloor.from_dict(floor)
             progress.console.print(f"seed noise floor: {noise.describe()}")
         trials_task = progress.add_task("trials", total=n_trials, completed=min(done, n_trials))
 
@@ -375,13 +384,7 @@ def status(storage: str, study_name: str | None) -> None:
 @main.command()
 @STORAGE_OPTION
 @STUDY_OPTION
-@click.option(
-    "--max-fidelity",
-    type=click.FloatRange(min=0),
-    callback=finite,
-    default=None,
-    help="Largest fidelity distance accepted (default: the study's tolerance).",
-)
+@MAX_FIDELITY_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the recipe as JSON.")
 @handle_errors
 def best(storage: str, study_name: str | None, max_fidelity: float | None, as_json: bool) -> None:
@@ -406,13 +409,7 @@ def best(storage: str, study_name: str | None, max_fidelity: float | None, as_js
     show_default=True,
     help="Where to write the recipe.",
 )
-@click.option(
-    "--max-fidelity",
-    type=click.FloatRange(min=0),
-    callback=finite,
-    default=None,
-    help="Largest fidelity distance accepted (default: the study's tolerance).",
-)
+@MAX_FIDELITY_OPTION
 @handle_errors
 def export(storage: str, study_name: str | None, output: str, max_fidelity: float | None) -> None:
     """Write the best configuration as a JSON recipe, for autotune.apply() in your own code."""

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 #: Smallest noise floor used, in mean |log ratio| (0.1%): seeds that give identical curves would
 #: otherwise make every difference infinitely large.
@@ -107,6 +108,11 @@ class NoiseFloor:
 
     def to_dict(self) -> dict[str, object]:
         return {"value": self.value, "measured": self.measured, "pairs": list(self.pairs)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> NoiseFloor:
+        """The noise floor :meth:`to_dict` stored."""
+        return cls(float(data["value"]), float(data["measured"]), tuple(data["pairs"]))
 
     @property
     def disagreement(self) -> float:

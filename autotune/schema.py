@@ -308,9 +308,7 @@ def baseline_of(stored: dict[str, Any], log_dir: str | None = None) -> BaselineR
         throughput=Estimate(**main["throughput"]) if main.get("throughput") else None,
         curve=_curve(main.get("curve")),
         seed_curves={int(seed): _curve(run.get("curve")) for seed, run in sorted(runs.items())},
-        noise_floor=(
-            NoiseFloor(floor["value"], floor["measured"], tuple(floor["pairs"])) if floor else None
-        ),
+        noise_floor=(NoiseFloor.from_dict(floor) if floor else None),
         effective=effective,
         learning_rate=_optional_float(effective.get("learning_rate")),
         compile_seconds=_optional_float(main.get("compile_seconds")) if main else None,

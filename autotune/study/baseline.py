@@ -70,7 +70,7 @@ def reference(study: optuna.Study) -> tuple[Estimate, Curve, NoiseFloor]:
     return (
         Estimate(**main["throughput"]),
         curve_of(main),
-        NoiseFloor(floor["value"], floor["measured"], tuple(floor["pairs"])),
+        NoiseFloor.from_dict(floor),
     )
 
 
