@@ -50,7 +50,8 @@ class Candidate:
         trial: the search trial it comes from.
         config: its configuration.
         samples_per_second: its median throughput (samples/s) in each completed round.
-        fidelity: its fidelity distance by seed (seed 0 from the search; 1.0 = a seed re-run).
+        fidelity: its fidelity distance by seed (seed 0 from the search; 1.0 = worse by as much
+            as a seed re-run differs).
         failure: why it dropped out (a run failed), or None.
     """
 

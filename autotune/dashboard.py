@@ -290,7 +290,7 @@ class Dashboard:
                 dcc.Store(id="records-stamp", data=self.stamp),
                 html.Div(
                     [
-                        html.Label("fidelity tolerance (1.0 = as different as a seed re-run)"),
+                        html.Label("fidelity tolerance (1.0 = worse by as much as a seed re-run)"),
                         dcc.Slider(
                             id="tolerance-slider",
                             min=0,

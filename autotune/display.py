@@ -233,6 +233,9 @@ def trial_line(row: TrialRow) -> str:
     )
     copy = f" (same as trial {row.duplicate_of})" if row.duplicate_of is not None else ""
     fidelity = f"fidelity {row.fidelity:.2f}" if row.fidelity is not None else ""
+    symmetric = row.fidelity_symmetric
+    if row.fidelity is not None and symmetric is not None and symmetric - row.fidelity >= 0.005:
+        fidelity += f" (symmetric {symmetric:.2f}: better in part)"
     inputs = f"  {safe(row.verdict_text)}" if row.verdict_text else ""
     recompiled = f"  [bold red]{RECOMPILED}[/]" if row.recompiled else ""
     return f"{head}  {throughput}  {fidelity}  {verdict}{copy}{inputs}{recompiled}"

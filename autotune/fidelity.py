@@ -6,17 +6,30 @@ the trial's nearest evaluation for one before its first or after its last evalua
 such a checkpoint instead would let a batch size whose first evaluation falls just after the
 baseline's first checkpoint skip it, and that early checkpoint is where a larger batch (fewer
 steps so far) differs most. Both curves evaluate at the step nearest the same sample counts
-(:func:`checkpoint_steps`), so the nearest evaluation is at most half a step of each away. The
-curve distance is the mean absolute log-ratio of validation losses over the checkpoints::
+(:func:`checkpoint_steps`), so the nearest evaluation is at most half a step of each away.
 
-    distance(trial, baseline) = mean_i | log(trial_loss(s_i) / baseline_loss(s_i)) |
+At each checkpoint the two losses are compared as a log ratio of *floored* losses::
 
-The noise floor is the mean distance between curves of the baseline trained with different seeds
-(every pair among the seeds). The fidelity distance of a trial is::
+    r_i = log((trial_loss(s_i) + floor) / (baseline_loss(s_i) + floor))
 
-    fidelity = distance(trial, baseline_seed_0) / noise_floor
+where ``floor`` (:attr:`NoiseFloor.loss_floor`, in loss units) is the mean absolute difference
+between the baseline's seed curves: loss differences well below what a re-run with another seed
+changes are noise, so once the losses fall under it (a loss going to 1e-4 with accuracy 1.0) the
+ratio fades to 0 instead of measuring 1e-4 against 3e-6 as a 50-fold drift. Well above the
+floor, ``r_i`` is the plain log ratio. Two distances follow:
 
-so 0 means the same curve, 1.0 means "as different as a re-run with another seed", and a study's
+    symmetric(trial, baseline) = mean_i |r_i|
+    worse(trial, baseline)     = mean_i max(r_i, 0)
+
+``worse`` (one-sided, the default) counts only the checkpoints where the trial's loss is above
+the baseline's: a curve that learns *faster* is not a drift away from what the model learns.
+The noise floor is the mean symmetric distance between every pair of baseline seed curves, and::
+
+    fidelity = worse(trial, baseline_seed_0) / noise_floor
+
+so 0 means the same curve or a better one, and 1.0 means "worse than the baseline everywhere by
+as much as a re-run with another seed differs from it". A trial's symmetric fidelity (the same
+quotient with ``symmetric``) is stored beside it; it is never below the one-sided one. A study's
 tolerance (default 1.5) accepts honest re-runs while rejecting real drift. No TensorFlow here.
 """
 
@@ -27,6 +40,10 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+#: The fidelity definition a study records in its identity: fidelities of another definition
+#: are on another scale and must not be mixed in one study. 2: floored losses, one-sided.
+DEFINITION = "2: one-sided, losses floored at the seeds' mean absolute difference"
 
 #: Smallest noise floor used, in mean |log ratio| (0.1%): seeds that give identical curves would
 #: otherwise make every difference infinitely large.
@@ -75,21 +92,46 @@ def _log_loss_at(points: list[tuple[float, float]], samples: float) -> float:
     raise AssertionError("unreachable: samples lies within the sorted curve")
 
 
-def checkpoint_differences(trial: Curve, baseline: Curve) -> list[float]:
-    """|log(trial loss / baseline loss)| at each baseline checkpoint, in the baseline's order
-    (sorted by samples seen): one value per checkpoint, none dropped."""
+def _check_loss_floor(loss_floor: float) -> float:
+    if not (math.isfinite(loss_floor) and loss_floor >= 0):
+        raise ValueError(f"loss_floor must be a finite number >= 0. Received: {loss_floor!r}")
+    return float(loss_floor)
+
+
+def checkpoint_log_ratios(trial: Curve, baseline: Curve, loss_floor: float = 0.0) -> list[float]:
+    """``log((trial + loss_floor) / (baseline + loss_floor))`` at each baseline checkpoint, in
+    the baseline's order (sorted by samples seen): positive where the trial's loss is higher.
+    One value per checkpoint, none dropped; ``loss_floor`` is in loss units."""
+    floor = _check_loss_floor(loss_floor)
     trial_points = _checked(trial, "trial")
     return [
-        abs(_log_loss_at(trial_points, samples) - math.log(loss))
+        math.log(math.exp(_log_loss_at(trial_points, samples)) + floor) - math.log(loss + floor)
         for samples, loss in _checked(baseline, "baseline")
     ]
 
 
-def curve_distance(trial: Curve, baseline: Curve) -> float:
-    """Mean |log(trial loss / baseline loss)| over every baseline checkpoint (see the module's
-    docstring for how a checkpoint outside the trial's range is compared)."""
-    differences = checkpoint_differences(trial, baseline)
-    return sum(differences) / len(differences)
+def curve_distance(
+    trial: Curve, baseline: Curve, loss_floor: float = 0.0, *, one_sided: bool = False
+) -> float:
+    """Mean |log ratio| of floored losses over every baseline checkpoint; with ``one_sided``,
+    the mean of the positive ratios only (checkpoints where the trial's loss is higher). See
+    the module's docstring for the alignment and the floor."""
+    ratios = checkpoint_log_ratios(trial, baseline, loss_floor)
+    parts = [max(r, 0.0) for r in ratios] if one_sided else [abs(r) for r in ratios]
+    return sum(parts) / len(parts)
+
+
+def loss_floor(seed_curves: Sequence[Curve]) -> float:
+    """The mean absolute loss difference between every pair of seed curves (loss units): for
+    each pair, the first curve's loss (interpolated as in :func:`checkpoint_log_ratios`)
+    against the second's at each of the second's checkpoints, averaged over checkpoints, then
+    over pairs."""
+    per_pair = []
+    for a, b in itertools.combinations(seed_curves, 2):
+        a_points, b_points = _checked(a, "seed"), _checked(b, "seed")
+        gaps = [abs(math.exp(_log_loss_at(a_points, s)) - loss) for s, loss in b_points]
+        per_pair.append(sum(gaps) / len(gaps))
+    return sum(per_pair) / len(per_pair) if per_pair else 0.0
 
 
 @dataclass(frozen=True)
@@ -100,19 +142,32 @@ class NoiseFloor:
         value: the noise floor used (mean |log ratio|), at least :data:`MIN_NOISE_FLOOR`.
         measured: the mean pairwise distance actually measured between seed curves.
         pairs: the distances of each pair of seeds.
+        loss_floor: the seeds' mean absolute loss difference (loss units) that every loss is
+            floored at before the log ratio (0.0 in studies stored before definition 2).
     """
 
     value: float
     measured: float
     pairs: tuple[float, ...]
+    loss_floor: float = 0.0
 
     def to_dict(self) -> dict[str, object]:
-        return {"value": self.value, "measured": self.measured, "pairs": list(self.pairs)}
+        return {
+            "value": self.value,
+            "measured": self.measured,
+            "pairs": list(self.pairs),
+            "loss_floor": self.loss_floor,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> NoiseFloor:
-        """The noise floor :meth:`to_dict` stored."""
-        return cls(float(data["value"]), float(data["measured"]), tuple(data["pairs"]))
+        """The noise floor :meth:`to_dict` stored (one stored without a loss floor has 0.0)."""
+        return cls(
+            float(data["value"]),
+            float(data["measured"]),
+            tuple(data["pairs"]),
+            float(data.get("loss_floor", 0.0)),
+        )
 
     @property
     def disagreement(self) -> float:
@@ -124,12 +179,18 @@ class NoiseFloor:
         return math.inf if low <= 0 else high / low
 
     def describe(self) -> str:
-        """'0.0133 mean |log ratio| (pairs 0.0101-0.0170)', with a warning when the pairs
-        disagree by more than :data:`DISAGREEMENT_LIMIT` (3 seeds are then too few to pin the
-        floor down, and every fidelity in its units is that uncertain)."""
+        """'0.0133 mean |log ratio| (pairs 0.0101-0.0170; losses floored at 0.0042)', with a
+        warning when the pairs disagree by more than :data:`DISAGREEMENT_LIMIT` (3 seeds are
+        then too few to pin the floor down, and every fidelity in its units is that
+        uncertain)."""
         text = f"{self.value:.4f} mean |log ratio|"
+        details = []
         if self.pairs:
-            text += f" (pairs {min(self.pairs):.4f}-{max(self.pairs):.4f})"
+            details.append(f"pairs {min(self.pairs):.4f}-{max(self.pairs):.4f}")
+        if self.loss_floor > 0:
+            details.append(f"losses floored at {self.loss_floor:.3g}")
+        if details:
+            text += f" ({'; '.join(details)})"
         if self.disagreement > DISAGREEMENT_LIMIT:
             text += (
                 f"; WARNING: the seed pairs disagree {self.disagreement:.1f}x (over "
@@ -140,16 +201,24 @@ class NoiseFloor:
 
 
 def noise_floor(seed_curves: Sequence[Curve]) -> NoiseFloor:
-    """The mean distance between every pair of baseline curves trained with different seeds."""
+    """The mean symmetric distance between every pair of baseline curves trained with different
+    seeds, their losses floored at :func:`loss_floor`."""
     if len(seed_curves) < 2:
         raise ValueError(
             f"a noise floor needs at least 2 seed curves. Received: {len(seed_curves)}"
         )
-    pairs = tuple(curve_distance(a, b) for a, b in itertools.combinations(seed_curves, 2))
+    floor = loss_floor(seed_curves)
+    pairs = tuple(curve_distance(a, b, floor) for a, b in itertools.combinations(seed_curves, 2))
     measured = sum(pairs) / len(pairs)
-    return NoiseFloor(value=max(measured, MIN_NOISE_FLOOR), measured=measured, pairs=pairs)
+    return NoiseFloor(
+        value=max(measured, MIN_NOISE_FLOOR), measured=measured, pairs=pairs, loss_floor=floor
+    )
 
 
-def fidelity_distance(trial: Curve, baseline: Curve, floor: NoiseFloor) -> float:
-    """Curve distance to the baseline in units of the seed noise floor (1.0 = a seed re-run)."""
-    return curve_distance(trial, baseline) / floor.value
+def fidelity_distance(
+    trial: Curve, baseline: Curve, floor: NoiseFloor, *, one_sided: bool = True
+) -> float:
+    """Curve distance to the baseline in units of the seed noise floor: one-sided by default
+    (1.0 = worse everywhere by as much as a seed re-run differs), symmetric with
+    ``one_sided=False`` (1.0 = as different as a seed re-run)."""
+    return curve_distance(trial, baseline, floor.loss_floor, one_sided=one_sided) / floor.value

@@ -316,7 +316,7 @@ def _recipe_note(row: TrialRow, speedup: float | None, limit: float) -> str:
     within = "within" if row.fidelity <= limit else "over"
     return (
         f"{speedup:.2f}x the baseline's throughput with fidelity {row.fidelity:.2f} ({within} "
-        f"the limit {limit:g}; 1.0 = as different as a seed re-run)"
+        f"the limit {limit:g}; 1.0 = worse by as much as a seed re-run)"
     )
 
 

@@ -58,8 +58,10 @@ PROFILE_RERUN_PREFIX = "autotune_profile:"
 CONFIG_ATTR = "config"
 #: Its samples/s estimate (:meth:`autotune.measure.Estimate.to_dict`).
 THROUGHPUT_ATTR = "throughput"
-#: Its fidelity distance (noise-floor units).
+#: Its fidelity distance (noise-floor units, one-sided: the objective).
 FIDELITY_ATTR = "fidelity"
+#: Its symmetric fidelity distance (noise-floor units; a better curve counts too), shown beside.
+FIDELITY_SYMMETRIC_ATTR = "fidelity_symmetric"
 #: Its RunResult dict without the configuration.
 RESULT_ATTR = "result"
 #: ``{"kind", "message", "log_tail"}`` of a failed trial; None while it runs.
@@ -150,7 +152,10 @@ class TrialRow(ProfileFacts):
         state: "complete", "pruned", "failed", "running" or "waiting".
         config: the configuration (None if the trial failed before drawing one).
         throughput: samples/s estimate with its confidence interval, when measured.
-        fidelity: fidelity distance (1.0 = as different as a seed re-run), when measured.
+        fidelity: one-sided fidelity distance (1.0 = worse by as much as a seed re-run
+            differs), when measured: the objective.
+        fidelity_symmetric: the symmetric fidelity distance (a better curve counts too), when
+            measured (None in studies stored before fidelity definition 2).
         feasible: fidelity within the study's tolerance (None without a fidelity).
         failure_kind: the failure's kind for failed trials (oom, nan, interrupted, ...).
         reason: why the trial was pruned or failed.
@@ -180,6 +185,7 @@ class TrialRow(ProfileFacts):
     throughput: Estimate | None
     fidelity: float | None
     feasible: bool | None
+    fidelity_symmetric: float | None = None
     failure_kind: str | None = None
     reason: str | None = None
     duplicate_of: int | None = None
@@ -272,6 +278,7 @@ def row_of(trial: FrozenTrial, reruns: Mapping[int, Mapping[str, Any]] | None = 
         throughput=estimate_of(attrs.get(THROUGHPUT_ATTR)),
         fidelity=attrs.get(FIDELITY_ATTR),
         feasible=_feasible(trial),
+        fidelity_symmetric=attrs.get(FIDELITY_SYMMETRIC_ATTR),
         failure_kind=failure["kind"] if failure else None,
         reason=failure["message"] if failure else reason,
         duplicate_of=duplicate_of,

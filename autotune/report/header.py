@@ -44,7 +44,7 @@ def header_info(records: StudyRecords) -> HeaderInfo:
         ("search space", str((records.info.get("space") or {}).get("name", "?"))),
         ("hardware", _hardware_text(records.hardware)),
         ("versions", versions or "unknown"),
-        ("fidelity tolerance", f"{records.tolerance:g} (1.0 = as different as a seed re-run)"),
+        ("fidelity tolerance", f"{records.tolerance:g} (1.0 = worse by as much as a seed re-run)"),
         (
             "baseline",
             (baseline.config.describe() if baseline.config else "not run yet")

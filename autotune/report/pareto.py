@@ -1,5 +1,5 @@
 """Figure (a), the Pareto front: throughput (samples/s, with its confidence interval) against
-fidelity distance (noise-floor units; 1.0 = as different as a seed re-run)."""
+fidelity distance (noise-floor units; 1.0 = worse by as much as a seed re-run)."""
 
 from __future__ import annotations
 
@@ -247,7 +247,7 @@ def pareto_figure(info: ParetoInfo, chosen_tolerance: float | None = None) -> An
             **main,
         )
     figure.update_xaxes(
-        title_text="fidelity distance (1.0 = as different as a seed re-run)",
+        title_text="fidelity distance (1.0 = worse by as much as a seed re-run)",
         range=[-0.05 * right, right],
         zeroline=True,
         **main,

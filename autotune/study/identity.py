@@ -1,7 +1,7 @@
 """A study's identity: what it refuses to mix on resume, and the ledger of allowed mismatches.
 
-The identity (experiment, space digest, measurement digest, objectives, tolerance, hardware
-fingerprint, TensorFlow and Keras versions) is stored when a study is created
+The identity (experiment, space digest, measurement digest, objectives, tolerance, fidelity
+definition, hardware fingerprint, TensorFlow and Keras versions) is stored when a study is created
 (:data:`autotune.schema.IDENTITY_KEY`), beside its provenance (:data:`autotune.schema.INFO_KEY`).
 Resuming with another identity is refused, naming each difference, unless allowed; an allowed
 mismatch is recorded (:data:`autotune.schema.MISMATCHES_KEY`).
@@ -20,6 +20,7 @@ from autotune import hardware
 from autotune.config import RunSettings
 from autotune.exceptions import ConfigError
 from autotune.experiment import Experiment
+from autotune.fidelity import DEFINITION as FIDELITY_DEFINITION
 from autotune.schema import DIRECTIONS, IDENTITY_KEY, INFO_KEY, MISMATCHES_KEY, OBJECTIVES
 from autotune.space import SearchSpace
 from autotune.storage import quiet_experimental
@@ -52,6 +53,7 @@ def identity(
         "measurement": hashlib.sha256(digest).hexdigest()[:16],
         "objectives": [f"{name}:{d}" for name, d in zip(OBJECTIVES, DIRECTIONS, strict=True)],
         "tolerance": tolerance,
+        "fidelity": FIDELITY_DEFINITION,
         "hardware": hardware.fingerprint(),
         "tensorflow": versions.get("tensorflow", ""),
         "keras": versions.get("keras", ""),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -24,7 +24,6 @@ from autotune.config import RunSettings, TrialConfig, is_positive_finite
 from autotune.confirmation import DEFAULT_ROUNDS, DEFAULT_TOP, EXTRA_SEEDS, Confirmation
 from autotune.exceptions import ConfigError, StudyError, TrialFailure
 from autotune.experiment import Experiment, load_experiment, reference_of
-from autotune.fidelity import fidelity_distance
 from autotune.log_folders import default_log_root
 from autotune.profile import check_mode
 from autotune.recipe import Recipe
@@ -38,6 +37,7 @@ from autotune.schema import (
     DUPLICATE_OF_ATTR,
     FAILURE_ATTR,
     FIDELITY_ATTR,
+    FIDELITY_SYMMETRIC_ATTR,
     IDENTITY_KEY,
     INTERRUPTED_FAILURE,
     LOG_DIR_ATTR,
@@ -56,7 +56,7 @@ from autotune.storage import (
     open_storage,
     quiet_experimental,
 )
-from autotune.study import baseline, confirming, identity, prediction, recovery
+from autotune.study import baseline, confirming, identity, prediction, recovery, scoring
 from autotune.study.checks import MAX_SEED, check_log_root, check_seed, check_study_name
 from autotune.study.profiling import ProfileListener, profile_front
 from autotune.study.storage_guard import StorageGuard, storage_fault
@@ -260,7 +260,7 @@ class Study:
             return _reuse(trial, duplicate)
         oom = prediction.out_of_memory_at_most(self.optuna, config)
         if oom is not None:
-            _prune(trial, prediction.predicted_oom_reason(oom))
+            scoring.prune(trial, prediction.predicted_oom_reason(oom))
         result = self._measure(trial, config)
         return self._score(trial, result)
 
@@ -292,21 +292,17 @@ class Study:
     def _score(self, trial: optuna.Trial, result: RunResult) -> tuple[float, float]:
         """Stores the result and returns (throughput median, fidelity); prunes a trial stopped
         early or without a throughput."""
-        trial.set_user_attr(RESULT_ATTR, _compact(result))
+        trial.set_user_attr(RESULT_ATTR, scoring.compact(result))
         if result.throughput is not None:
             trial.set_user_attr(THROUGHPUT_ATTR, result.throughput.to_dict())
         if result.stopped_early is not None or result.throughput is None:
-            return _prune(trial, result.stopped_early or "throughput was not measured")
+            return scoring.prune(trial, result.stopped_early or "throughput was not measured")
         _, baseline_curve, floor = baseline.reference(self.optuna)
         try:
-            fidelity = fidelity_distance(
-                [(p.samples, p.val_loss) for p in result.curve], baseline_curve, floor
-            )
-        except ValueError as error:
-            unscored = TrialFailure("exception", f"fidelity cannot be computed: {error}")
+            fidelity = scoring.score_fidelity(trial, result, baseline_curve, floor)
+        except TrialFailure as unscored:
             trial.set_user_attr(FAILURE_ATTR, unscored.to_dict())
-            raise unscored from error
-        trial.set_user_attr(FIDELITY_ATTR, fidelity)
+            raise
         trial.set_constraint("fidelity", fidelity - self.tolerance)
         return result.throughput.median, fidelity
 
@@ -474,27 +470,13 @@ def _reuse(trial: optuna.Trial, duplicate: FrozenTrial) -> tuple[float, float]:
     trial.set_user_attr(DUPLICATE_OF_ATTR, duplicate.number)
     if duplicate.state == TrialState.PRUNED:
         earlier = duplicate.user_attrs.get(PRUNED_REASON_ATTR)
-        _prune(trial, f"same configuration as trial {duplicate.number}: {earlier}")
-    for key in (THROUGHPUT_ATTR, FIDELITY_ATTR, RESULT_ATTR):
+        scoring.prune(trial, f"same configuration as trial {duplicate.number}: {earlier}")
+    for key in (THROUGHPUT_ATTR, FIDELITY_ATTR, FIDELITY_SYMMETRIC_ATTR, RESULT_ATTR):
         trial.set_user_attr(key, duplicate.user_attrs.get(key))
     for key, value in duplicate.constraints.items():
         trial.set_constraint(key, value)
     throughput, fidelity = duplicate.values
     return throughput, fidelity
-
-
-def _prune(trial: optuna.Trial, reason: str) -> NoReturn:
-    """Records why and prunes the trial (raises optuna.TrialPruned)."""
-    trial.set_user_attr(PRUNED_REASON_ATTR, reason)
-    raise optuna.TrialPruned(reason)
-
-
-def _compact(result: RunResult) -> dict[str, Any]:
-    """What a trial keeps of its RunResult in the storage (everything but the config, which is
-    stored on its own)."""
-    data = result.to_dict()
-    data.pop("config", None)
-    return data
 
 
 __all__ = ["DEFAULT_TOLERANCE", "Study", "TrialRunner", "isolated_runner"]

@@ -8,6 +8,7 @@ import dataclasses
 import math
 
 from autotune.config import RunSettings, TrialConfig
+from autotune.fidelity import fidelity_distance, noise_floor
 from autotune.measure import (
     Estimate,
     InputAblation,
@@ -24,7 +25,23 @@ BASE_BATCH = 32
 BASE_SPEED = 1000.0
 #: Log-loss offset of each baseline seed: pairs (0,1), (0,2), (1,2) differ by 0.01, 0.01, 0.02.
 SEED_OFFSETS = {0: 0.0, 1: 0.01, 2: -0.01}
-FLOOR = (0.01 + 0.01 + 0.02) / 3
+
+
+def fake_curve(offset: float, checkpoints: int = 6) -> list[CurvePoint]:
+    """The fake validation curve: 2 exp(-0.1 i + offset) at 256 i samples, i = 1..checkpoints."""
+    return [
+        CurvePoint(samples=256 * i, val_loss=2.0 * math.exp(-0.1 * i + offset))
+        for i in range(1, checkpoints + 1)
+    ]
+
+
+def _pairs(curve: list[CurvePoint]) -> list[tuple[float, float]]:
+    return [(p.samples, p.val_loss) for p in curve]
+
+
+#: The fake baseline's noise floor (pairs about 0.01, 0.01, 0.02 apart, losses floored).
+NOISE = noise_floor([_pairs(fake_curve(SEED_OFFSETS[seed])) for seed in (0, 1, 2)])
+FLOOR = NOISE.value
 TOLERANCE = 1.5
 
 #: The space the fake studies search.
@@ -74,8 +91,10 @@ def drift_of(config: TrialConfig) -> float:
     return drift
 
 
-def fidelity_of(config: TrialConfig) -> float:
-    return abs(drift_of(config)) / FLOOR
+def fidelity_of(config: TrialConfig, *, one_sided: bool = True) -> float:
+    """The fidelity a fake trial of ``config`` scores (through :mod:`autotune.fidelity`)."""
+    trial, baseline = fake_curve(drift_of(config)), fake_curve(SEED_OFFSETS[0])
+    return fidelity_distance(_pairs(trial), _pairs(baseline), NOISE, one_sided=one_sided)
 
 
 def fake_result(
@@ -103,10 +122,7 @@ def fake_result(
     curve = []
     if settings.curve and stopped is None:
         offset = drift_of(config) + SEED_OFFSETS[settings.seed]
-        curve = [
-            CurvePoint(samples=256 * i, val_loss=2.0 * math.exp(-0.1 * i + offset))
-            for i in range(1, settings.checkpoints + 1)
-        ]
+        curve = fake_curve(offset, settings.checkpoints)
     return RunResult(
         config=config,
         effective={

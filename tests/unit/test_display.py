@@ -366,3 +366,14 @@ def test_show_result_and_show_recipe_print_stored_strings_as_text() -> None:
 
     assert text.count(SHOWN) == 3  # profile error, stopped early, the recipe's note
     assert "[bold]x" in text and "[/v2]" in text
+
+
+def test_trial_line_shows_the_symmetric_fidelity_only_where_the_curve_is_better_in_part() -> None:
+    row = row_of(0, result_of(PLAIN, None))
+    better_in_part = dataclasses.replace(row, fidelity=0.02, fidelity_symmetric=0.45)
+    worse_only = dataclasses.replace(row, fidelity=0.9, fidelity_symmetric=0.9)
+    stored_before = dataclasses.replace(row, fidelity=0.9, fidelity_symmetric=None)
+
+    assert "fidelity 0.02 (symmetric 0.45: better in part)" in render(trial_line(better_in_part))
+    assert "symmetric" not in render(trial_line(worse_only))
+    assert "symmetric" not in render(trial_line(stored_before))

