@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,38 +13,23 @@ from rich.console import Console
 
 from autotune.cli_errors import FLAGS, OneLineErrors, error_message, finite, handle_errors
 from autotune.cli_inputs import check_listen, read_config
-from autotune.config import LIMITS, RunSettings
+from autotune.cli_options import (
+    EXPERIMENT_ARGUMENT,
+    MAX_FIDELITY_OPTION,
+    PLOTLY_JS_OPTION,
+    STORAGE_OPTION,
+    STUDY_OPTION,
+    seed_option,
+)
+from autotune.config import RunSettings
 from autotune.confirmation import DEFAULT_ROUNDS, DEFAULT_TOP
 from autotune.exceptions import TrialFailure
 from autotune.fidelity import NoiseFloor
 from autotune.profile import PROFILE_MODES
 from autotune.result import RunResult
-from autotune.storage import DEFAULT_STORAGE
 
 if TYPE_CHECKING:
     from autotune.records import StudyRecords, TrialRow
-
-DEFAULT_EXPERIMENT = str(Path(__file__).resolve().parent.parent / "experiments" / "digits_cnn.py")
-
-
-def _seed_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--seed``: an integer numpy accepts as a seed (0 to 2**32 - 1), default 0."""
-    return click.option(
-        "--seed",
-        type=click.IntRange(0, LIMITS["seed"]),
-        default=0,
-        show_default=True,
-        help=help_text,
-    )
-
-
-MAX_FIDELITY_OPTION = click.option(
-    "--max-fidelity",
-    type=click.FloatRange(min=0),
-    callback=finite,
-    default=None,
-    help="Largest fidelity distance accepted (default: the study's tolerance).",
-)
 
 
 @click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
@@ -55,7 +39,7 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("experiment", default=DEFAULT_EXPERIMENT)
+@EXPERIMENT_ARGUMENT
 @click.option(
     "--config",
     "config_text",
@@ -64,7 +48,7 @@ def main() -> None:
     help="TrialConfig as JSON, or @file.json. Keys: batch_size, precision, jit_compile, "
     "prefetch, num_parallel_calls, shuffle_buffer.",
 )
-@_seed_option("Seed for weights and data order.")
+@seed_option("Seed for weights and data order.")
 @click.option(
     "--windows", type=click.IntRange(min=1), default=7, show_default=True, help="Timed windows."
 )
@@ -119,7 +103,10 @@ def trial(
     profile_dir: str | None,
     as_json: bool,
 ) -> None:
-    """Run one isolated, measured trial of EXPERIMENT (path/file.py[:name] or module:name).
+    """Run one isolated, measured trial of EXPERIMENT (default: the bundled digits CNN).
+
+    EXPERIMENT: a bundled experiment (digits_cnn, tabular_mlp, transformer),
+    path/file.py[:name] or module:name.
 
     Prints the throughput (median samples/s with its 95% CI, warm-up and compilation excluded),
     the compile time, the validation curve and the settings that took effect.
@@ -157,20 +144,6 @@ def trial(
         show_result(console, result)
 
 
-STORAGE_OPTION = click.option(
-    "--storage",
-    default=DEFAULT_STORAGE,
-    show_default=True,
-    help="Optuna storage URL: sqlite:///file.db, or postgresql://... for many workers.",
-)
-STUDY_OPTION = click.option(
-    "--study",
-    "study_name",
-    default=None,
-    help="Study name (default for run: <experiment>-<space>; otherwise the storage's only study).",
-)
-
-
 def _quiet_optuna() -> None:
     import optuna
 
@@ -178,12 +151,12 @@ def _quiet_optuna() -> None:
 
 
 @main.command()
-@click.argument("experiment", default=DEFAULT_EXPERIMENT)
+@EXPERIMENT_ARGUMENT
 @click.option(
     "--space",
     default="quick",
     show_default=True,
-    help="Search-space TOML file, or a bundled space: quick, cpu, gpu.",
+    help="Search-space TOML file, or a bundled space: quick, cpu, gpu, input.",
 )
 @STORAGE_OPTION
 @STUDY_OPTION
@@ -211,7 +184,7 @@ def _quiet_optuna() -> None:
     show_default=True,
     help="Largest fidelity distance accepted, in units of the seed noise floor.",
 )
-@_seed_option("Sampler seed.")
+@seed_option("Sampler seed.")
 @click.option(
     "--allow-mismatch",
     is_flag=True,
@@ -257,6 +230,9 @@ def run(
     confirm_rounds: int,
 ) -> None:
     """Tune EXPERIMENT (default: the bundled digits CNN) and store the study in --storage.
+
+    EXPERIMENT: a bundled experiment (digits_cnn, tabular_mlp, transformer),
+    path/file.py[:name] or module:name.
 
     With no arguments it tunes the bundled digits CNN with the quick space into ./autotune.db
     in a few minutes on a 2-core CPU. The same command again resumes the study.
@@ -434,10 +410,11 @@ def export(storage: str, study_name: str | None, output: str, max_fidelity: floa
     type=click.Path(dir_okay=False),
     default="report.html",
     show_default=True,
-    help="Where to write the report (one HTML file that works offline).",
+    help="Where to write the report (one HTML file; it works offline unless --plotly-js cdn).",
 )
+@PLOTLY_JS_OPTION
 @handle_errors
-def report(storage: str, study_name: str | None, output: str) -> None:
+def report(storage: str, study_name: str | None, output: str, plotly_js: str) -> None:
     """Write a study's report: Pareto front, curves, step times, importance, history, recipes.
 
     Reads the storage only; the experiment is not loaded and TensorFlow is not imported.
@@ -446,7 +423,7 @@ def report(storage: str, study_name: str | None, output: str) -> None:
     from autotune.report import write_report
 
     records = _read(storage, study_name)
-    path = write_report(records, output)
+    path = write_report(records, output, plotly_js)
     front = len(records.pareto())
     click.echo(
         f"wrote {path}: study {plain(records.study_name)}, {len(records.trials)} trials, "

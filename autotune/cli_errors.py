@@ -49,6 +49,7 @@ FLAGS = {
     "profile_dir": "--profile-dir",
     "top": "--confirm-top",
     "rounds": "--confirm-rounds",
+    "plotly_js": "--plotly-js",
 }
 
 

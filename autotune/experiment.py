@@ -2,7 +2,8 @@
 
 An experiment is plain data plus factories: the factories run inside the trial process, after the
 dtype policy is set, so this module never imports TensorFlow. A reference (``path/to/file.py:name``,
-``path/to/file.py`` or ``package.module:name``) lets a child process rebuild the same experiment.
+``path/to/file.py``, ``package.module:name`` or a bundled experiment's name such as ``digits_cnn``)
+lets a child process rebuild the same experiment.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from autotune.bundled import EXPERIMENTS, experiment_reference
 from autotune.exceptions import ExperimentError
 
 LrScaling = Literal["linear", "sqrt", "none"]
@@ -131,17 +133,18 @@ class Experiment:
 
 
 def load_experiment(reference: str) -> Experiment:
-    """Loads an experiment from ``path/to/file.py:name``, ``path/to/file.py`` or ``module:name``.
+    """Loads an experiment from a bundled experiment's name (``digits_cnn``, see
+    :mod:`autotune.bundled`), ``path/to/file.py:name``, ``path/to/file.py`` or ``module:name``.
 
     A file path without a name picks the one :class:`Experiment` the file defines at top level.
     Every mistake raises :class:`ExperimentError` naming the reference and what to fix.
     """
     if not isinstance(reference, str) or not reference.strip():
         raise ExperimentError(
-            f"experiment reference must be 'path/to/file.py[:name]' or 'module:name'. "
-            f"Received: {reference!r}"
+            f"experiment reference must be a bundled experiment's name {list(EXPERIMENTS)}, "
+            f"'path/to/file.py[:name]' or 'module:name'. Received: {reference!r}"
         )
-    reference = reference.strip()
+    reference = experiment_reference(reference.strip())
     target, _, name = reference.rpartition(":") if ":" in reference else (reference, "", "")
     if not target:  # "name" alone after rpartition of "x:" edge cases
         raise ExperimentError(
@@ -155,7 +158,8 @@ def load_experiment(reference: str) -> Experiment:
         except ImportError as error:
             raise ExperimentError(
                 f"experiment reference {reference!r}: cannot import module {target!r} ({error}). "
-                "Use 'path/to/file.py:name' for a file, or install the module."
+                "Use 'path/to/file.py:name' for a file, a bundled experiment's name "
+                f"({', '.join(EXPERIMENTS)}), or install the module."
             ) from error
         except (Exception, SystemExit) as error:
             raise ExperimentError(
@@ -244,10 +248,11 @@ def _experiments_in(module: Any) -> dict[str, Experiment]:
 def reference_of(experiment: Experiment | str) -> str:
     """A reference a child process can load: the string itself, or where the object lives.
 
-    An :class:`Experiment` object is found by identity among the loaded modules' top-level names.
+    A bundled experiment's name becomes its module reference (``autotune.bundled.NAME:experiment``);
+    an :class:`Experiment` object is found by identity among the loaded modules' top-level names.
     """
     if isinstance(experiment, str):
-        return experiment
+        return experiment_reference(experiment)
     if not isinstance(experiment, Experiment):
         raise ExperimentError(
             f"experiment must be an autotune.Experiment or a reference string. "

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from autotune.bundled import SPACES, space_file, space_names
 from autotune.config import AUTOTUNE, LIMITS, PRECISIONS, RunSettings, TrialConfig
 from autotune.exceptions import ConfigError
 
@@ -331,16 +332,25 @@ def load_space(path: str | Path) -> SearchSpace:
 
 
 def resolve_space(space: SearchSpace | str | Path) -> SearchSpace:
-    """A :class:`SearchSpace` from an object, a file path or a bundled space's name ('quick')."""
+    """A :class:`SearchSpace` from an object, a file path or a bundled space's name ('quick');
+    a file of that name in the current folder wins over the bundled space."""
     if isinstance(space, SearchSpace):
         return space
     path = Path(space)
-    if not path.exists() and path.suffix == "" and (BUNDLED_SPACES / f"{path}.toml").exists():
-        path = BUNDLED_SPACES / f"{path}.toml"
+    if not path.exists():
+        bundled = space_file(str(space))
+        if bundled is not None:
+            return load_space(bundled)
+        if path.suffix == "":
+            raise ConfigError(
+                f"search space file {str(space)!r} does not exist, and no bundled space has "
+                f"that name (bundled: {', '.join(space_names())})"
+            )
     return load_space(path)
 
 
-BUNDLED_SPACES = Path(__file__).resolve().parent.parent / "search_spaces"
+#: The folder of the bundled space files, inside the installed package.
+BUNDLED_SPACES = SPACES
 
 
 def choices(*values: Any) -> Choice:

@@ -6,11 +6,8 @@ python experiments/tune_from_python.py [--trials N] [--storage URL]
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import autotune
-
-HERE = Path(__file__).resolve().parent
 
 
 def main() -> None:
@@ -20,7 +17,7 @@ def main() -> None:
     parser.add_argument("--recipe", default="recipe.json")
     args = parser.parse_args()
 
-    study = autotune.Study(str(HERE / "digits_cnn.py"), space="quick", storage=args.storage)
+    study = autotune.Study("digits_cnn", space="quick", storage=args.storage)
     study.add_listener(lambda record: print(f"trial {record.number}: {record.state}", flush=True))
     study.optimize(n_trials=args.trials)
     for trial in study.pareto_front():

@@ -31,7 +31,7 @@ from autotune.report.curves import CurveLine, CurvesInfo, curves_figure, curves_
 from autotune.report.header import HeaderInfo, header_info
 from autotune.report.history import HistoryInfo, history_figure, history_info, hypervolume_2d
 from autotune.report.importance import ImportanceInfo, importance_figure, importance_info
-from autotune.report.page import FIGURE_IDS, render_report, write_report
+from autotune.report.page import FIGURE_IDS, PLOTLY_JS, render_report, write_report
 from autotune.report.pareto import (
     PARETO_TRACE,
     ParetoInfo,
@@ -55,6 +55,7 @@ __all__ = [
     "FIGURE_IDS",
     "NOT_PROFILED_NOTE",
     "PARETO_TRACE",
+    "PLOTLY_JS",
     "SCALED_NOTE",
     "UNPROFILED",
     "BreakdownBar",

@@ -1,5 +1,7 @@
-"""The report's page: one self-contained HTML file (plotly.js embedded once) with the header,
-the five figures and the Pareto trials' recipes."""
+"""The report's page: one HTML file with the header, the five figures and the Pareto trials'
+recipes. By default it is self-contained (plotly.js, about 4.8 MB, embedded once) and works
+offline; with ``plotly_js="cdn"`` a script tag loads plotly.js from Plotly's CDN instead, for a
+file of tens of kB (a small study) that needs the network to draw its figures."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from autotune import _plotly
+from autotune.exceptions import ConfigError
 from autotune.outputs import check_output, write_output
 from autotune.records import StudyRecords
 from autotune.report.breakdown import breakdown_figure, breakdown_info
@@ -27,6 +30,9 @@ FIGURE_IDS = (
     "importance-figure",
     "history-figure",
 )
+#: Where the report's plotly.js comes from: embedded in the file (the default: it works offline)
+#: or Plotly's CDN (a much smaller file that needs the network to draw its figures).
+PLOTLY_JS = ("inline", "cdn")
 
 _CSS = """
 body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; margin: 2em auto;
@@ -42,11 +48,14 @@ pre { background: #f6f8fa; padding: 0.6em; overflow-x: auto; font-size: 0.85em; 
 """
 
 
-def _figure_html(figure: Any, div_id: str, first: bool) -> str:
+def _figure_html(figure: Any, div_id: str, first: bool, plotly_js: str) -> str:
+    include: bool | str = False  # plotly.js goes with the first figure only
+    if first:
+        include = "cdn" if plotly_js == "cdn" else True
     return str(
         _plotly.pio.to_html(
             figure,
-            include_plotlyjs=first,
+            include_plotlyjs=include,
             full_html=False,
             div_id=div_id,
             default_height="520px",
@@ -84,8 +93,19 @@ def _table_html(rows: list[RecipeRow]) -> str:
     )
 
 
-def render_report(records: StudyRecords) -> str:
-    """The report as one HTML page that works offline (plotly.js is embedded once)."""
+def check_plotly_js(plotly_js: str) -> str:
+    """``plotly_js`` itself when it is one of :data:`PLOTLY_JS`, else ConfigError naming it."""
+    if plotly_js not in PLOTLY_JS:
+        raise ConfigError(
+            f"must be one of {list(PLOTLY_JS)}. Received: {plotly_js!r}", argument="plotly_js"
+        )
+    return plotly_js
+
+
+def render_report(records: StudyRecords, plotly_js: str = "inline") -> str:
+    """The report as one HTML page: plotly.js embedded once (``"inline"``, works offline) or
+    loaded from Plotly's CDN (``"cdn"``, see :data:`PLOTLY_JS`)."""
+    check_plotly_js(plotly_js)
     _plotly.require()
     header = header_info(records)
     facts = "".join(
@@ -100,10 +120,8 @@ def render_report(records: StudyRecords) -> str:
     ]
     sections = []
     for index, ((heading, figure), div_id) in enumerate(zip(figures, FIGURE_IDS, strict=True)):
-        sections.append(
-            f'<h2>{heading}</h2><div class="figure">{_figure_html(figure, div_id, index == 0)}'
-            "</div>"
-        )
+        drawn = _figure_html(figure, div_id, index == 0, plotly_js)
+        sections.append(f'<h2>{heading}</h2><div class="figure">{drawn}</div>')
         if index == 0:
             table = _table_html(pareto_table_info(records))
             sections.append(f"<h2>Pareto trials and their recipes</h2>{table}")
@@ -116,10 +134,13 @@ def render_report(records: StudyRecords) -> str:
     )
 
 
-def write_report(records: StudyRecords, output: str | Path) -> Path:
-    """Writes :func:`render_report` to the file ``output`` atomically and returns its path;
-    ConfigError naming ``output`` when it cannot be written, or when it is the study's storage,
-    another SQLite database or a symbolic link (see :func:`autotune.outputs.write_output`)."""
+def write_report(records: StudyRecords, output: str | Path, plotly_js: str = "inline") -> Path:
+    """Writes :func:`render_report` (with ``plotly_js``) to the file ``output`` atomically and
+    returns its path; ConfigError naming ``output`` when it cannot be written, or when it is the
+    study's storage, another SQLite database or a symbolic link (see
+    :func:`autotune.outputs.write_output`)."""
+    check_plotly_js(plotly_js)
     protected = storage_files(records.storage)
     check_output(output, what="report file", protected=protected)
-    return write_output(output, render_report(records), what="report file", protected=protected)
+    page = render_report(records, plotly_js)
+    return write_output(output, page, what="report file", protected=protected)

@@ -82,7 +82,7 @@ class Study:
 
     Args:
         experiment: an :class:`Experiment` (defined at the top level of a module or file) or a
-            reference such as ``"experiments/digits_cnn.py"``.
+            reference: a bundled experiment's name ("digits_cnn") or "my_model.py:experiment".
         space: a :class:`SearchSpace`, a TOML file path or a bundled space's name ("quick").
         storage: an Optuna storage URL; SQLite by default.
         study_name: defaults to "<experiment>-<space>".

@@ -18,8 +18,10 @@ import contextlib
 import json
 import os
 import signal
+import site
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 import uuid
@@ -54,10 +56,25 @@ def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     env["KERAS_BACKEND"] = "tensorflow"
     env["PYTHONUNBUFFERED"] = "1"
-    package_root = str(Path(autotune.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    source_root = _source_root()
+    if source_root is not None:
+        paths = (source_root, env.get("PYTHONPATH", ""))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     env.update(extra or {})
     return env
+
+
+def _source_root() -> str | None:
+    """The folder holding the ``autotune`` package the parent imported, when the child needs it
+    on its path (a checkout run without installing); None for an installed package, which the
+    child's interpreter finds by itself (putting site-packages on PYTHONPATH would put it before
+    the standard library)."""
+    root = Path(autotune.__file__).resolve().parent.parent
+    installed = {sysconfig.get_paths()[key] for key in ("purelib", "platlib")}
+    installed |= {*site.getsitepackages(), site.getusersitepackages()}
+    if any(Path(folder).resolve() == root for folder in installed if folder):
+        return None
+    return str(root)
 
 
 def _tree_rss(process: psutil.Process) -> int:

@@ -34,7 +34,7 @@ from autotune.study.confirming import curve_settings, speed_settings
 from autotune.trial.isolation import run_isolated
 
 HERE = Path(__file__).resolve().parent
-EXPERIMENTS = ("digits_cnn.py", "tabular_mlp.py", "transformer.py")
+EXPERIMENTS = ("digits_cnn", "tabular_mlp", "transformer")  # bundled: autotune/bundled/
 
 
 def head_to_head(
@@ -77,12 +77,13 @@ def seed_fidelity(study: Study, config: TrialConfig, logs: Path) -> list[float]:
     return values
 
 
-def one_experiment(path: Path, args: argparse.Namespace) -> list[str]:
-    work = args.work / path.stem
+def one_experiment(experiment: str, args: argparse.Namespace) -> list[str]:
+    """One bundled experiment (its short name) end to end: the lines of its results section."""
+    work = args.work / experiment
     work.mkdir(parents=True, exist_ok=True)
     storage = f"sqlite:///{work / 'study.db'}"
     started = time.perf_counter()
-    study = Study(str(path), args.space, storage, seed=args.seed, profile_mode="off")
+    study = Study(experiment, args.space, storage, seed=args.seed, profile_mode="off")
     study.optimize(n_trials=args.trials)
     searched = time.perf_counter() - started
     confirmation = study.confirm(rounds=args.rounds)
@@ -95,7 +96,7 @@ def one_experiment(path: Path, args: argparse.Namespace) -> list[str]:
     checklist_fidelity = seed_fidelity(study, checklist, work / "checklist_curves")
     total = time.perf_counter() - started
     lines = [
-        f"### {path.stem}",
+        f"### {experiment}",
         "",
         f"- study: {args.trials} trials of the `{args.space}` space, {searched:.0f} s; "
         f"confirmation {confirmed:.0f} s; whole experiment {total:.0f} s",
@@ -161,7 +162,7 @@ def main() -> None:
         "",
     ]
     for name in args.experiments:
-        lines += one_experiment(HERE.parent / name, args)
+        lines += one_experiment(name, args)
         print("\n".join(lines[-30:]), flush=True)
     with args.output.open("a", encoding="utf-8") as results:
         results.write("\n".join(lines) + "\n")

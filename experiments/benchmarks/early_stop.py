@@ -23,7 +23,7 @@ from autotune.hardware import hardware, versions
 from autotune.trial.isolation import run_isolated
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_EXPERIMENT = str(HERE.parent / "tabular_mlp.py")
+DEFAULT_EXPERIMENT = "tabular_mlp"  # bundled: autotune/bundled/tabular_mlp.py
 
 
 def main() -> None:

@@ -22,17 +22,16 @@ from autotune.result import RunResult
 from autotune.trial.isolation import run_isolated
 
 HERE = Path(__file__).resolve().parent
-EXPERIMENTS = HERE.parent
 
-#: (label, experiment file, trial config as JSON)
+#: (label, bundled experiment, trial config as JSON)
 CASES = [
-    ("digits CNN, defaults", "digits_cnn.py", '{"batch_size": 32}'),
+    ("digits CNN, defaults", "digits_cnn", '{"batch_size": 32}'),
     (
         "digits CNN, parallel=1 prefetch=0",
-        "digits_cnn.py",
+        "digits_cnn",
         '{"batch_size": 32, "num_parallel_calls": 1, "prefetch": 0}',
     ),
-    ("transformer, defaults", "transformer.py", '{"batch_size": 32}'),
+    ("transformer, defaults", "transformer", '{"batch_size": 32}'),
 ]
 
 
@@ -54,13 +53,12 @@ def main() -> None:
 
     settings = RunSettings(curve=False)
     rows = []
-    for label, file, config_json in CASES:
+    for label, reference, config_json in CASES:
         config = TrialConfig.from_json(config_json, source=label)
         plain: list[RunResult] = []
         profiled: list[RunResult] = []
         for _ in range(args.pairs):
             with tempfile.TemporaryDirectory() as folder:
-                reference = str(EXPERIMENTS / file)
                 plain.append(run_isolated(reference, config, settings))
                 profiled.append(
                     run_isolated(reference, config, settings.replace(profile_dir=folder))
@@ -79,7 +77,7 @@ def main() -> None:
         rows.append(
             (
                 label,
-                f"`{file}` `{config_json}`",
+                f"`{reference}` `{config_json}`",
                 f"{statistics.median(r.throughput.median for r in plain if r.throughput):,.0f}",
                 f"{statistics.median(r.throughput.median for r in profiled if r.throughput):,.0f}",
                 f"{total_plain:.1f} / {total_profiled:.1f} (+{total_profiled - total_plain:.1f})",

@@ -19,7 +19,7 @@ from autotune import RunSettings, TrialConfig
 from autotune.trial.isolation import run_isolated
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_EXPERIMENT = str(HERE.parent / "digits_cnn.py")
+DEFAULT_EXPERIMENT = "digits_cnn"  # bundled: autotune/bundled/digits_cnn.py
 
 
 def main() -> None:

@@ -479,6 +479,38 @@ def test_report_is_self_contained(report_html: str) -> None:
     assert not re.search(r"<link[^>]*\shref=", report_html)
 
 
+def test_report_loads_nothing_from_the_network_by_default(report_html: str) -> None:
+    # plotly.js itself mentions URLs (map tiles, its CDN) in strings; no element loads one
+    assert not re.search(r"<(script|link|img|iframe)\b[^>]*\s(src|href)=", report_html)
+    assert len(report_html) > 3_000_000  # plotly.js embedded: about 4.8 MB
+
+
+def test_the_cdn_report_is_small_and_loads_plotly_js_from_the_cdn(
+    records: StudyRecords, report_html: str
+) -> None:
+    small = render_report(records, plotly_js="cdn")
+
+    scripts = re.findall(r"<script[^>]*\ssrc=\"([^\"]+)\"", small)
+    assert len(scripts) == 1 and re.fullmatch(
+        r"https://cdn\.plot\.ly/plotly-[\d.]+\.min\.js", scripts[0]
+    )
+    assert 'integrity="sha256-' in small
+    assert "plotly.js v" not in small  # the bundle is not embedded
+    assert len(small) < 200_000 < 3_000_000 < len(report_html)
+    assert small.count('class="plotly-graph-div"') == 5 and "Plotly.newPlot" in small
+    assert small.replace(scripts[0], "").count("<script") == report_html.count("<script")
+
+
+def test_report_rejects_an_unknown_plotly_js_mode(records: StudyRecords, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        write_report(records, tmp_path / "r.html", plotly_js="offline")
+
+    assert error_message(info.value) == (
+        "--plotly-js must be one of ['inline', 'cdn']. Received: 'offline'"
+    )
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_report_has_one_div_per_figure(report_html: str) -> None:
     assert report_html.count('class="plotly-graph-div"') == len(FIGURE_IDS) == 5
     for figure_id in FIGURE_IDS:
@@ -530,9 +562,24 @@ def test_report_command(demo: DemoStudy, tmp_path: Path) -> None:
     assert output.read_text(encoding="utf-8").count('class="plotly-graph-div"') == 5
 
 
+def test_report_command_plotly_js_cdn(demo: DemoStudy, tmp_path: Path) -> None:
+    inline, cdn = tmp_path / "inline.html", tmp_path / "cdn.html"
+
+    for output, extra in ((inline, []), (cdn, ["--plotly-js", "cdn"])):
+        result = CliRunner().invoke(
+            main, ["report", "--storage", demo.storage, "-o", str(output), *extra]
+        )
+        assert result.exit_code == 0, result.output
+
+    assert cdn.stat().st_size < 200_000 < 3_000_000 < inline.stat().st_size
+    assert '<script charset="utf-8" src="https://cdn.plot.ly/plotly-' in cdn.read_text("utf-8")
+    assert not re.search(r"<script[^>]*\ssrc=", inline.read_text("utf-8"))
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
+        (["--plotly-js", "offline"], "'offline' is not one of 'inline', 'cdn'"),
         (["--study", "nope"], "--study 'nope' is not in"),
         (["--storage", "sqlite:///does/not/exist.db"], "--storage"),
     ],

@@ -9,6 +9,7 @@ from pathlib import Path
 import optuna
 import pytest
 
+import autotune
 from autotune.config import AUTOTUNE, PRECISIONS, RunSettings, TrialConfig
 from autotune.exceptions import ConfigError
 from autotune.space import (
@@ -73,7 +74,9 @@ def test_bundled_space_loads_by_path(name):
     assert resolve_space(str(path)) == resolve_space(name)
 
 
-def test_bundled_space_folder_is_the_repository_search_spaces_folder():
+def test_bundled_space_folder_is_inside_the_package():
+    package = Path(autotune.__file__).resolve().parent
+    assert package / "bundled" / "spaces" == BUNDLED_SPACES
     assert BUNDLED_SPACES.is_dir()
     assert sorted(p.stem for p in BUNDLED_SPACES.glob("*.toml")) == sorted(BUNDLED)
 

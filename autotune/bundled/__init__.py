@@ -1,0 +1,54 @@
+"""The experiments and search spaces shipped inside the package, reached by short name.
+
+A bundled experiment is a module here (``autotune/bundled/digits_cnn.py``) whose top-level
+``experiment`` is an :class:`~autotune.Experiment`; its short name (``"digits_cnn"``) stands for
+the reference ``"autotune.bundled.digits_cnn:experiment"``, which a trial process imports from the
+installed package, wherever that is. A bundled space is a TOML file in ``spaces/`` (package data),
+named by its stem (``"quick"``). Importing this module imports no experiment and no TensorFlow.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: The folder of the bundled search-space files (``quick.toml``, ``cpu.toml``, ...).
+SPACES = Path(__file__).resolve().parent / "spaces"
+#: The bundled experiments' short names, each a module of this package.
+EXPERIMENTS = ("digits_cnn", "tabular_mlp", "transformer")
+#: What ``autotune run`` and ``autotune trial`` tune without an EXPERIMENT argument.
+DEFAULT_EXPERIMENT = "digits_cnn"
+
+
+def experiment_reference(reference: str) -> str:
+    """The module reference of a bundled experiment's short name, else ``reference`` unchanged.
+
+    ``"tabular_mlp"`` becomes ``"autotune.bundled.tabular_mlp:experiment"``; a file path, a
+    ``module:name`` reference or any other string is returned as it is, so
+    ``"tabular_mlp:experiment"`` still names a module of your own called ``tabular_mlp``.
+    """
+    if reference.strip() in EXPERIMENTS:
+        return f"{__name__}.{reference.strip()}:experiment"
+    return reference
+
+
+def space_file(name: str) -> Path | None:
+    """The bundled space file called ``name`` (``"cpu"`` -> ``.../spaces/cpu.toml``), or None."""
+    if not name or Path(name).name != name or Path(name).suffix:
+        return None
+    path = SPACES / f"{name}.toml"
+    return path if path.is_file() else None
+
+
+def space_names() -> list[str]:
+    """The bundled spaces' names, sorted (``["cpu", "gpu", "input", "quick"]``)."""
+    return sorted(path.stem for path in SPACES.glob("*.toml"))
+
+
+__all__ = [
+    "DEFAULT_EXPERIMENT",
+    "EXPERIMENTS",
+    "SPACES",
+    "experiment_reference",
+    "space_file",
+    "space_names",
+]

@@ -1,0 +1,68 @@
+"""The arguments and options that several ``autotune`` commands share, defined once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from autotune.bundled import DEFAULT_EXPERIMENT
+from autotune.cli_errors import finite
+from autotune.config import LIMITS
+from autotune.report.page import PLOTLY_JS
+from autotune.storage import DEFAULT_STORAGE
+
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+#: EXPERIMENT: a bundled experiment's name, a file or a module; the digits CNN by default.
+EXPERIMENT_ARGUMENT = click.argument("experiment", default=DEFAULT_EXPERIMENT)
+
+
+def seed_option(help_text: str) -> Decorator:
+    """``--seed``: an integer numpy accepts as a seed (0 to 2**32 - 1), default 0."""
+    return click.option(
+        "--seed",
+        type=click.IntRange(0, LIMITS["seed"]),
+        default=0,
+        show_default=True,
+        help=help_text,
+    )
+
+
+MAX_FIDELITY_OPTION = click.option(
+    "--max-fidelity",
+    type=click.FloatRange(min=0),
+    callback=finite,
+    default=None,
+    help="Largest fidelity distance accepted (default: the study's tolerance).",
+)
+STORAGE_OPTION = click.option(
+    "--storage",
+    default=DEFAULT_STORAGE,
+    show_default=True,
+    help="Optuna storage URL: sqlite:///file.db, or postgresql://... for many workers.",
+)
+STUDY_OPTION = click.option(
+    "--study",
+    "study_name",
+    default=None,
+    help="Study name (default for run: <experiment>-<space>; otherwise the storage's only study).",
+)
+PLOTLY_JS_OPTION = click.option(
+    "--plotly-js",
+    type=click.Choice(PLOTLY_JS),
+    default="inline",
+    show_default=True,
+    help="inline: embed plotly.js (about 4.8 MB; the file works offline). cdn: load it from "
+    "Plotly's CDN (tens of kB for a small study; drawing the figures needs the network).",
+)
+
+__all__ = [
+    "EXPERIMENT_ARGUMENT",
+    "MAX_FIDELITY_OPTION",
+    "PLOTLY_JS_OPTION",
+    "STORAGE_OPTION",
+    "STUDY_OPTION",
+    "seed_option",
+]
