@@ -11,6 +11,7 @@ import tensorflow as tf
 from autotune.config import TrialConfig
 from autotune.exceptions import ExperimentError
 from autotune.experiment import Experiment
+from autotune.trial.compile_settings import compile_settings
 from autotune.trial.pipeline import PipelineSettings
 
 
@@ -108,8 +109,9 @@ def model_with_float32_head(
 def compile_model(
     experiment: Experiment, config: TrialConfig, model: keras.Model, learning_rate: float
 ) -> bool:
-    """Compiles ``model`` with the trial's ``jit_compile`` and builds its optimizer; returns
-    whether Keras wrapped the optimizer in loss scaling."""
+    """Compiles ``model`` with the trial's settings (:func:`compile_settings`: ``jit_compile``,
+    loss scaling) and builds its optimizer; returns whether Keras wrapped the optimizer in loss
+    scaling."""
     optimizer = experiment.optimizer(learning_rate)
     if optimizer is None:
         raise ExperimentError(
@@ -120,7 +122,7 @@ def compile_model(
         optimizer=optimizer,
         loss=experiment.loss,
         metrics=list(experiment.metrics),
-        jit_compile=config.jit_compile,
+        **compile_settings(config),
     )
     loss_scaling = isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
     if config.precision == "mixed_float16" and not loss_scaling:

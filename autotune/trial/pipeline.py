@@ -51,8 +51,15 @@ def _tf_value(value: int | str) -> int:
 
 def load_data(data: Data, what: str, experiment: Experiment) -> tf.data.Dataset:
     """Turns an experiment's data (a factory or an (x, y) pair of arrays) into a Dataset."""
-    where = f"Experiment {experiment.name!r}: {what}"
-    if callable(data):
+    return to_dataset(data, f"Experiment {experiment.name!r}: {what}")
+
+
+def to_dataset(data: Data | tf.data.Dataset, where: str) -> tf.data.Dataset:
+    """Turns unbatched data (a Dataset, a factory returning one or (x, y) arrays, or an (x, y)
+    pair of arrays) into a Dataset of (x, y) pairs; errors start with ``where``."""
+    if isinstance(data, tf.data.Dataset):
+        dataset = data
+    elif callable(data):
         dataset = data()
         if dataset is None:
             raise ExperimentError(f"{where}() returned None; it must return a tf.data.Dataset")

@@ -1,16 +1,36 @@
-"""Unit tests for autotune.recipe: Recipe JSON round trip and load errors.
+"""Unit tests for autotune.recipe: Recipe JSON round trip and load errors; what apply() returns
+(learning rate, compile settings, the hardware check) and the README's own experiment.
 
-autotune.apply is not called here: it imports keras."""
+No TensorFlow: apply()'s one Keras call (setting the dtype policy) is replaced by a recorder, and
+what builds tf.data pipelines or models is tested in tests/integration/test_apply_recipe.py."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import warnings
+from pathlib import Path
 
 import pytest
 
+import autotune
+import autotune.recipe as recipe_module
+from autotune import hardware
 from autotune.config import TrialConfig
 from autotune.exceptions import ConfigError
-from autotune.recipe import RECIPE_FORMAT, AppliedRecipe, Recipe
+from autotune.experiment import Experiment, load_experiment
+from autotune.recipe import (
+    HARDWARE_KEYS,
+    RECIPE_FORMAT,
+    AppliedRecipe,
+    HardwareMismatchWarning,
+    Recipe,
+    apply,
+    hardware_differences,
+)
+from autotune.trial.compile_settings import compile_settings
+from tests.support import readme_example
 
 
 def make_recipe(**changes):
@@ -277,13 +297,343 @@ def test_bad_config_value_is_a_config_error_naming_the_value(tmp_path, key, valu
 
 
 # --------------------------------------------------------------------------------------------
-# AppliedRecipe (no keras needed for its plain accessors)
+# AppliedRecipe: compile settings and learning rate (no TensorFlow)
 # --------------------------------------------------------------------------------------------
+
+#: The hardware facts of the machine every recipe below was "measured" on (see ``machine``).
+HERE = {
+    "cpu": "Test CPU 9000",
+    "cpu_features": ["avx2"],
+    "logical_cores": 8,
+    "memory_bytes": 16 << 30,
+    "gpus": [],
+    "machine": "x86_64",
+    "system": "Linux",
+}
+
+
+@pytest.fixture(autouse=True)
+def machine(monkeypatch):
+    """This machine's hardware facts are ``HERE`` (a copy a test may change), and setting the
+    dtype policy is recorded instead of loading Keras."""
+    facts = dict(HERE)
+    policies: list[str] = []
+    monkeypatch.setattr(hardware, "hardware", lambda: facts)
+    monkeypatch.setattr(recipe_module, "_set_dtype_policy", policies.append)
+    return facts, policies
+
+
+def here_recipe(**changes):
+    """A recipe measured on this machine (``HERE``)."""
+    return make_recipe(hardware=dict(HERE), **changes)
+
+
+def experiment(**changes):
+    values = {
+        "name": "unit",
+        "model": lambda: None,
+        "train_data": lambda: None,
+        "validation_data": lambda: None,
+        "loss": "mse",
+        "optimizer": lambda rate: None,
+        "base_batch_size": 32,
+        "base_learning_rate": 0.001,
+        "lr_scaling": "linear",
+    }
+    values.update(changes)
+    return Experiment(**values)
 
 
 def test_applied_recipe_accessors():
     applied = AppliedRecipe(TrialConfig(batch_size=96, jit_compile=True), 0.01)
 
     assert applied.batch_size == 96
-    assert applied.compile_kwargs() == {"jit_compile": True}
+    assert applied.precision == "float32"
     assert applied.learning_rate == 0.01
+    assert applied.hardware_differences == ()
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        TrialConfig(batch_size=32),
+        TrialConfig(batch_size=64, precision="mixed_bfloat16", jit_compile=True),
+        TrialConfig(batch_size=16, precision="mixed_float16", prefetch=0),
+    ],
+    ids=["float32", "bfloat16-xla", "float16"],
+)
+def test_compile_kwargs_are_every_setting_a_trial_compiles_with(config):
+    kwargs = AppliedRecipe(config, 0.01).compile_kwargs()
+
+    assert kwargs == {
+        "jit_compile": config.jit_compile,
+        "steps_per_execution": 1,
+        "auto_scale_loss": True,  # Keras wraps a LossScaleOptimizer under mixed_float16
+    }
+    assert kwargs == compile_settings(config)
+    assert kwargs is not AppliedRecipe(config, 0.01).compile_kwargs()  # a fresh dict each call
+
+
+def test_the_trial_compiles_with_the_same_settings():
+    """One source of truth: the trial's model.compile call spreads compile_settings."""
+    source = (Path(autotune.__file__).parent / "trial" / "model.py").read_text()
+
+    assert "**compile_settings(config)" in source
+    assert "jit_compile=config.jit_compile" not in source
+
+
+def test_apply_sets_the_dtype_policy_and_keeps_the_recorded_learning_rate(machine, tmp_path):
+    _, policies = machine
+    path = here_recipe().save(tmp_path / "recipe.json")
+
+    applied = apply(path)
+
+    assert policies == ["mixed_bfloat16"]
+    assert applied.config == make_recipe().config
+    assert applied.learning_rate == 0.004
+    assert apply(str(path)).learning_rate == 0.004
+    assert apply(here_recipe()).batch_size == 128
+
+
+@pytest.mark.parametrize(
+    ("scaling", "expected"), [("linear", 0.004), ("sqrt", 0.002), ("none", 0.001)]
+)
+def test_with_an_experiment_the_learning_rate_follows_its_rule(scaling, expected):
+    rule = experiment(lr_scaling=scaling)  # base 0.001 at 32; the recipe's batch size is 128
+    recipe = here_recipe(learning_rate=rule.learning_rate(128))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        applied = apply(recipe, rule)
+
+    assert applied.learning_rate == pytest.approx(expected)
+    assert applied.learning_rate == rule.learning_rate(applied.batch_size)
+
+
+def test_an_experiment_gives_the_learning_rate_a_recipe_lacks():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        applied = AppliedRecipe.from_recipe(here_recipe(learning_rate=None), experiment())
+
+    assert applied.learning_rate == pytest.approx(0.004)
+    assert AppliedRecipe.from_recipe(here_recipe(learning_rate=None)).learning_rate is None
+
+
+def test_an_experiment_whose_rule_changed_warns_and_wins():
+    with pytest.warns(UserWarning, match=r"gives learning rate 0\.002 at batch size 128") as info:
+        applied = apply(here_recipe(), experiment(lr_scaling="sqrt"))
+
+    assert applied.learning_rate == pytest.approx(0.002)
+    assert "measured with 0.004" in str(info[0].message)
+    assert info[0].filename == __file__  # points at the caller
+
+
+def test_bad_arguments_are_config_errors_naming_them(machine):
+    _, policies = machine
+
+    with pytest.raises(ConfigError, match=r"recipe must be .* Received: recipe=int"):
+        apply(42)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"experiment must be .* Received: experiment=str"):
+        apply(here_recipe(), "experiments/digits_cnn.py")  # type: ignore[arg-type]
+    assert policies == []  # nothing set on bad input
+
+
+def test_pipeline_and_build_refuse_bad_input_before_loading_tensorflow():
+    applied = AppliedRecipe(TrialConfig(batch_size=32), 0.01)
+
+    with pytest.raises(ConfigError, match=r"seed must be an integer >= 0. Received: seed=-1"):
+        applied.pipeline((None, None), seed=-1)
+    with pytest.raises(ConfigError, match=r"seed must be .* Received: seed=True"):
+        applied.pipeline((None, None), seed=True)
+    with pytest.raises(ConfigError, match=r"preprocess must be .* Received: preprocess=3"):
+        applied.pipeline((None, None), preprocess=3)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"experiment must be .* Received: experiment=str"):
+        applied.build("digits")  # type: ignore[arg-type]
+
+
+class _FakePolicy:
+    name = "float32"
+
+
+class _FakeModel:
+    dtype_policy = _FakePolicy()
+
+
+def test_float32_output_refuses_a_model_built_before_apply():
+    applied = AppliedRecipe(TrialConfig(batch_size=32, precision="mixed_bfloat16"), 0.01)
+
+    with pytest.raises(ConfigError, match=r"after autotune.apply\(\)") as info:
+        applied.float32_output(_FakeModel(), None)
+
+    assert "'mixed_bfloat16'" in str(info.value)
+    assert str(info.value).endswith("Received: model.dtype_policy='float32'")
+
+
+# --------------------------------------------------------------------------------------------
+# The hardware check
+# --------------------------------------------------------------------------------------------
+
+
+def test_no_warning_on_the_same_hardware():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        applied = apply(here_recipe())
+
+    assert applied.hardware_differences == ()
+
+
+def test_no_warning_on_this_real_machine(monkeypatch):
+    monkeypatch.undo()  # the real hardware facts, but keep Keras unloaded:
+    monkeypatch.setattr(recipe_module, "_set_dtype_policy", lambda name: None)
+    recipe = make_recipe(hardware={**hardware.hardware(), "devices": ["/CPU:0"], "cuda": ""})
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert apply(recipe).hardware_differences == ()
+
+
+def test_other_hardware_warns_naming_each_difference(machine):
+    facts, policies = machine
+    facts.update(cpu="Other CPU", gpus=["NVIDIA H200, 143771 MiB"])
+
+    with pytest.warns(HardwareMismatchWarning) as info:
+        applied = apply(here_recipe())
+
+    message = str(info[0].message)
+    assert "recipe of study 'digits-quick' was measured on other hardware" in message
+    assert "cpu: 'Test CPU 9000' there, 'Other CPU' here" in message
+    assert "gpus: [] there, ['NVIDIA H200, 143771 MiB'] here" in message
+    assert "logical_cores" not in message
+    assert "tune again on this machine" in message
+    assert info[0].filename == __file__  # points at the caller's apply()
+    assert len(applied.hardware_differences) == 2
+    assert policies == ["mixed_bfloat16"]  # a warning, not a refusal
+
+
+def test_from_recipe_warns_at_its_caller_too(machine):
+    machine[0]["logical_cores"] = 2
+
+    with pytest.warns(HardwareMismatchWarning, match="logical_cores: 8 there, 2 here") as info:
+        AppliedRecipe.from_recipe(here_recipe())
+
+    assert info[0].filename == __file__
+    assert machine[1] == []  # from_recipe sets no policy
+
+
+def test_hardware_warning_is_a_user_warning_that_can_be_silenced(machine):
+    machine[0]["machine"] = "aarch64"
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.simplefilter("ignore", HardwareMismatchWarning)
+        applied = apply(here_recipe())
+
+    assert issubclass(HardwareMismatchWarning, UserWarning)
+    assert applied.hardware_differences == ("machine: 'x86_64' there, 'aarch64' here",)
+
+
+def test_facts_outside_the_fingerprint_and_missing_facts_are_not_compared():
+    other = {**HERE, "memory_bytes": 1, "cpu_features": [], "system": "Darwin"}
+
+    assert hardware_differences(HERE, other) == []
+    assert hardware_differences({}, other) == []  # a recipe that records no hardware
+    assert hardware_differences({"cpu": "Test CPU 9000"}, {**HERE, "cpu": "x"}) == [
+        "cpu: 'Test CPU 9000' there, 'x' here"
+    ]
+
+
+def test_hardware_keys_are_the_fingerprinted_facts():
+    """A recipe warns exactly where a study would refuse to mix results (the fingerprint)."""
+    base = hardware.fingerprint(HERE)
+    changed = {
+        "cpu": "x",
+        "cpu_features": [],
+        "logical_cores": 1,
+        "memory_bytes": 1,
+        "gpus": ["g"],
+        "machine": "m",
+        "system": "s",
+    }
+
+    fingerprinted = {
+        key for key, value in changed.items() if hardware.fingerprint({**HERE, key: value}) != base
+    }
+
+    assert fingerprinted == set(HARDWARE_KEYS)
+
+
+def test_nothing_here_loads_tensorflow(tmp_path):
+    """from_recipe, compile_kwargs and the hardware check run without TensorFlow or Keras."""
+    path = make_recipe().save(tmp_path / "recipe.json")
+    code = (
+        "import sys, warnings\n"
+        "warnings.simplefilter('ignore')\n"
+        "from autotune.recipe import AppliedRecipe\n"
+        f"applied = AppliedRecipe.from_recipe({str(path)!r})\n"
+        "assert applied.compile_kwargs()['jit_compile'] is True\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras'))\n"
+        "print('loaded:', loaded)\n"
+    )
+
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+
+    assert completed.returncode == 0, completed.stderr
+    assert "loaded: []" in completed.stdout
+
+
+# --------------------------------------------------------------------------------------------
+# The README's "Tune your own model" example
+# --------------------------------------------------------------------------------------------
+
+
+def test_the_section_follows_set_up():
+    text = readme_example.README.read_text(encoding="utf-8")
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+
+    assert headings.index(readme_example.SECTION) == headings.index("## Set-up") + 1
+
+
+def test_readme_my_experiment_loads_as_an_experiment(tmp_path):
+    path = readme_example.write_my_experiment(tmp_path)
+
+    loaded = load_experiment(str(path))
+
+    assert isinstance(loaded, Experiment)
+    assert loaded is load_experiment(f"{path}:experiment")
+    assert loaded.name == "my_experiment"
+    assert loaded.preprocess is not None
+    assert loaded.learning_rate(128) == pytest.approx(0.002)  # sqrt rule from 1e-3 at 32
+
+
+def test_readme_commands_are_the_real_cli():
+    from click.testing import CliRunner
+
+    from autotune.cli import main
+
+    section = readme_example.section()
+    runner = CliRunner()
+
+    assert "autotune run my_experiment.py --space cpu --trials " in section
+    for command in ("run", "export"):
+        assert runner.invoke(main, [command, "--help"]).exit_code == 0
+    run_help = runner.invoke(main, ["run", "--help"]).output
+    assert "--space" in run_help and "--trials" in run_help
+    assert "-o, --output" in runner.invoke(main, ["export", "--help"]).output
+
+
+def test_readme_training_code_uses_only_what_apply_returns():
+    import ast
+
+    tree = ast.parse(readme_example.training_source())
+    used = {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "applied"
+    }
+
+    assert used >= {"pipeline", "float32_output", "compile_kwargs", "learning_rate", "batch_size"}
+    assert all(hasattr(AppliedRecipe, name) or name in {"learning_rate"} for name in used), used
