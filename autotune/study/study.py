@@ -56,7 +56,15 @@ from autotune.storage import (
     open_storage,
     quiet_experimental,
 )
-from autotune.study import baseline, confirming, identity, prediction, recovery, scoring
+from autotune.study import (
+    baseline,
+    board,
+    confirming,
+    identity,
+    prediction,
+    recovery,
+    scoring,
+)
 from autotune.study.checks import MAX_SEED, check_log_root, check_seed, check_study_name
 from autotune.study.profiling import ProfileListener, profile_front
 from autotune.study.storage_guard import StorageGuard, storage_fault
@@ -234,13 +242,15 @@ class Study:
             profile_dir=self._profile_dir(log_dir),
         )
         try:
-            return self.runner(self.reference, self.baseline_config, settings, log_dir)
+            result = self.runner(self.reference, self.baseline_config, settings, log_dir)
         except TrialFailure as failure:
             raise StudyError(
                 f"the baseline (seed {seed}) failed ({failure.kind}): {failure.message}; "
                 f"a study needs a working baseline. Its log: {log_dir / 'trial.log'}\n"
                 f"{failure.log_tail}"
             ) from failure
+        board.baseline_run(log_dir, seed, result)
+        return result
 
     def baseline(self) -> dict[str, Any]:
         """The stored baseline: config, per-seed results, noise floor (empty before it runs)."""
@@ -295,7 +305,9 @@ class Study:
         trial.set_user_attr(RESULT_ATTR, scoring.compact(result))
         if result.throughput is not None:
             trial.set_user_attr(THROUGHPUT_ATTR, result.throughput.to_dict())
+        log_dir = self.log_root / f"trial_{trial.number}"
         if result.stopped_early is not None or result.throughput is None:
+            board.trial_run(log_dir, trial.number, result, fidelity=None)
             return scoring.prune(trial, result.stopped_early or "throughput was not measured")
         _, baseline_curve, floor = baseline.reference(self.optuna)
         try:
@@ -303,6 +315,7 @@ class Study:
         except TrialFailure as unscored:
             trial.set_user_attr(FAILURE_ATTR, unscored.to_dict())
             raise
+        board.trial_run(log_dir, trial.number, result, fidelity)
         trial.set_constraint("fidelity", fidelity - self.tolerance)
         return result.throughput.median, fidelity
 
@@ -331,6 +344,7 @@ class Study:
         recovery.fail_orphans(self.optuna, self._storage)
         recovery.retry_interrupted(self.optuna)
         self.ensure_baseline()
+        board.study_config(self.log_root, self.space, self.baseline_config)
         consecutive_failures = 0
         while n_trials is None or self.finished_count() < n_trials:
             if timeout is not None and time.monotonic() - started >= timeout:
