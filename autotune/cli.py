@@ -214,6 +214,12 @@ def _quiet_optuna() -> None:
     show_default=True,
     help="Interleaved rounds of the confirmation (fresh processes: candidates, then baseline).",
 )
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the study as JSON at the end (schema autotune.study/1; progress goes to stderr).",
+)
 @handle_errors
 def run(
     experiment: str,
@@ -228,6 +234,7 @@ def run(
     profile: str,
     confirm_top: int,
     confirm_rounds: int,
+    as_json: bool,
 ) -> None:
     """Tune EXPERIMENT (default: the bundled digits CNN) and store the study in --storage.
 
@@ -251,7 +258,7 @@ def run(
     from autotune.study import Study
 
     _quiet_optuna()
-    console = Console()
+    console = Console(stderr=as_json)
     study = Study(
         experiment,
         space,
@@ -301,7 +308,9 @@ def run(
         study.optimize(n_trials=n_trials, timeout=timeout)
         front = study.pareto_front()
         if front:
-            progress.console.print(trials_table(front, "Pareto front (feasible trials)"))
+            progress.console.print(
+                trials_table(front, "Pareto front (feasible trials)", console.width)
+            )
         confirm_task = progress.add_task(
             "confirmation", total=confirm_rounds * (min(len(front), confirm_top) + 1)
         )
@@ -315,6 +324,14 @@ def run(
     if confirmation is not None:
         show_confirmation(console, confirmation, study.tolerance)
     show_recipe(console, study.best())
+    if as_json:
+        _print_json(_read(study.storage_url, study.name))
+
+
+def _print_json(records: StudyRecords) -> None:
+    from autotune.study_json import study_json
+
+    click.echo(json.dumps(study_json(records), indent=2, sort_keys=True))
 
 
 def _read(storage: str, study_name: str | None) -> StudyRecords:
@@ -329,12 +346,18 @@ def _read(storage: str, study_name: str | None) -> StudyRecords:
 @main.command()
 @STORAGE_OPTION
 @STUDY_OPTION
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the study as JSON (schema autotune.study/1)."
+)
 @handle_errors
-def status(storage: str, study_name: str | None) -> None:
+def status(storage: str, study_name: str | None, as_json: bool) -> None:
     """Show a stored study: baseline, noise floor and every trial (reads the storage only)."""
     from autotune.display import format_throughput, safe, show_confirmation, trials_table
 
     records = _read(storage, study_name)
+    if as_json:
+        _print_json(records)
+        return
     console = Console()
     baseline = records.baseline
     console.print(f"study [bold]{safe(records.study_name)}[/] in {safe(storage)}")
@@ -348,7 +371,7 @@ def status(storage: str, study_name: str | None) -> None:
         + ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
     )
     if records.trials:
-        console.print(trials_table(list(records.trials), "Trials"))
+        console.print(trials_table(list(records.trials), "Trials", console.width))
     confirmation = records.confirmation
     if confirmation is not None:
         show_confirmation(console, confirmation, records.tolerance)

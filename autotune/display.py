@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape as _escape_markup
 from rich.table import Table
@@ -261,24 +262,35 @@ def baseline_line(seed: int, result: RunResult) -> str:
     return f"baseline seed {seed}  {safe(result.config.describe())}  {what}  val loss: {losses}"
 
 
-def trials_table(rows: list[TrialRow], title: str) -> Table:
+#: Below this terminal width (columns) :func:`trials_table` leaves out the profile's folder and
+#: the input verdict's source, so the table stays readable at 80 columns.
+WIDE_TABLE = 120
+
+
+def trials_table(rows: list[TrialRow], title: str, width: int | None = None) -> Table:
     """A table of trials: configuration, throughput with CI, fidelity, state, input verdict
     (with its source and both figures) and the profile's log folder. A trial whose profile
     came from the study's Pareto re-run (:attr:`~autotune.records.ProfileFacts.profile_source`)
-    is marked "(re-run)".
+    is marked "(re-run)". For a terminal ``width`` under :data:`WIDE_TABLE` columns the
+    folder and the verdict's source are left out (``status --json`` and the report show them).
     """
-    table = Table(title=title)
+    wide = width is None or width >= WIDE_TABLE
+    table = Table(title=title) if wide else Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1))
     table.add_column("#", justify="right")
-    table.add_column("configuration")
-    table.add_column("samples/s (95% CI)", justify="right")
+    table.add_column("configuration", min_width=None if wide else 17, overflow="fold")
+    table.add_column(
+        "samples/s (95% CI)", justify="right", min_width=None if wide else 15, overflow="fold"
+    )
     table.add_column("fidelity", justify="right")
-    table.add_column("state")
-    table.add_column("input")
-    table.add_column("profile log dir")
+    table.add_column("state", max_width=None if wide else 10, overflow="fold")
+    table.add_column("input", max_width=None if wide else 12, overflow="fold")
+    if wide:
+        table.add_column("profile log dir")
     for row in rows:
         estimate = row.throughput
         rate = (
-            f"{estimate.median:,.0f} ({estimate.low:,.0f}-{estimate.high:,.0f})"
+            f"{estimate.median:,.0f}{' ' if wide else chr(10)}"
+            f"({estimate.low:,.0f}-{estimate.high:,.0f})"
             if estimate
             else "-"
         )
@@ -300,9 +312,11 @@ def trials_table(rows: list[TrialRow], title: str) -> Table:
         else:
             where = "-"
         config = safe(row.config.describe()) if row.config else "-"
-        table.add_row(
-            str(row.number), config, rate, fidelity, state, safe(row.verdict_text or "-"), where
-        )
+        verdict = row.verdict_text or "-"
+        if not wide:
+            verdict = verdict.split(" (")[0]
+        cells = [str(row.number), config, rate, fidelity, state, safe(verdict)]
+        table.add_row(*cells, *([where] if wide else []))
     return table
 
 
@@ -355,7 +369,7 @@ def confirmation_table(confirmation: Confirmation, tolerance: float) -> Table:
         f"head to head, seeds {list(confirmation.seeds)}"
     )
     for name in ("#", "configuration", "speed-up (CI)", "fidelity (range)", "verdict"):
-        table.add_column(name, justify="right" if name == "#" else "left")
+        table.add_column(name, justify="right" if name == "#" else "left", overflow="fold")
     for verdict in confirmation.verdicts(tolerance):
         fidelity = (
             f"{verdict.fidelity_mean:.2f} ({verdict.fidelity_low:.2f}-{verdict.fidelity_high:.2f})"
@@ -383,7 +397,7 @@ def attribution_table(confirmation: Confirmation) -> Table | None:
         f"({attribution.completed_rounds} rounds, each setting reverted alone)"
     )
     for name in ("setting", "speed with it reverted (CI)", "verdict"):
-        table.add_column(name)
+        table.add_column(name, overflow="fold")
     for setting in attribution.settings:
         ratio = attribution.ratio(setting)
         verdict = (
