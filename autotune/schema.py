@@ -14,6 +14,8 @@ Study user attributes:
   settings, hardware, versions, creation time).
 - ``autotune_baseline`` (:data:`BASELINE_KEY`): ``{"config", "runs": {seed: RunResult dict},
   "noise_floor"}``.
+- ``autotune_baseline_summary`` (:data:`autotune.study.optuna_tools.BASELINE_SUMMARY_KEY`): a
+  short digest of the baseline for Optuna's own tools (optuna-dashboard shows user attributes).
 - ``autotune_mismatches_allowed`` (:data:`MISMATCHES_KEY`): resumes allowed despite a different
   identity, each ``{"when", "differences"}``.
 - ``autotune_confirmation`` (:data:`CONFIRMATION_KEY`): the head-to-head confirmation of the

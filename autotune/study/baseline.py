@@ -3,7 +3,8 @@
 The baseline is the experiment's float32, no-XLA configuration at its base batch size, run with
 each of :data:`autotune.schema.BASELINE_SEEDS`: seed 0 with throughput (trials are compared with
 its speed and its curve), the others curve only. The mean distance between the seeds' curves is
-the noise floor that fidelity is measured in.
+the noise floor that fidelity is measured in. A short digest of it is stored beside, for Optuna's
+own tools (:data:`autotune.study.optuna_tools.BASELINE_SUMMARY_KEY`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import optuna
 from autotune.fidelity import NoiseFloor, noise_floor
 from autotune.measure import Estimate
 from autotune.result import RunResult
-from autotune.schema import BASELINE_KEY, BASELINE_SEEDS
+from autotune.schema import BASELINE_KEY, BASELINE_SEEDS, baseline_of
+from autotune.study.optuna_tools import BASELINE_SUMMARY_KEY, baseline_summary
 
 #: Runs the baseline with one seed: seed -> RunResult; raises StudyError when it fails.
 SeedRunner = Callable[[int], RunResult]
@@ -41,8 +43,9 @@ def ensure(
     run: SeedRunner,
     on_run: Callable[[int, RunResult], None] | None = None,
 ) -> None:
-    """Runs the baseline seeds not stored yet with ``run`` and stores the noise floor. Each run
-    is stored as soon as it ends, so a crash loses at most the run in progress."""
+    """Runs the baseline seeds not stored yet with ``run`` and stores the noise floor, then the
+    baseline's digest for Optuna's tools (also in a study stored before the digest existed).
+    Each run is stored as soon as it ends, so a crash loses at most the run in progress."""
     baseline = stored(study)
     runs: dict[str, Any] = dict(baseline.get("runs", {}))
     for seed in BASELINE_SEEDS:
@@ -59,6 +62,9 @@ def ensure(
         curves = [curve_of(runs[str(seed)]) for seed in BASELINE_SEEDS]
         baseline["noise_floor"] = noise_floor(curves).to_dict()
         study.set_user_attr(BASELINE_KEY, baseline)
+    summary = baseline_summary(baseline_of(baseline))
+    if summary is not None and study.user_attrs.get(BASELINE_SUMMARY_KEY) != summary:
+        study.set_user_attr(BASELINE_SUMMARY_KEY, summary)
 
 
 def reference(study: optuna.Study) -> tuple[Estimate, Curve, NoiseFloor]:

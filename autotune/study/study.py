@@ -66,6 +66,7 @@ from autotune.study import (
     scoring,
 )
 from autotune.study.checks import MAX_SEED, check_log_root, check_seed, check_study_name
+from autotune.study.optuna_tools import copy_constraints, set_constraints
 from autotune.study.profiling import ProfileListener, profile_front
 from autotune.study.storage_guard import StorageGuard, storage_fault
 
@@ -316,7 +317,7 @@ class Study:
             trial.set_user_attr(FAILURE_ATTR, unscored.to_dict())
             raise
         board.trial_run(log_dir, trial.number, result, fidelity)
-        trial.set_constraint("fidelity", fidelity - self.tolerance)
+        set_constraints(trial, {"fidelity": fidelity - self.tolerance})
         return result.throughput.median, fidelity
 
     # ----------------------------------------------------------------- the loop
@@ -487,8 +488,7 @@ def _reuse(trial: optuna.Trial, duplicate: FrozenTrial) -> tuple[float, float]:
         scoring.prune(trial, f"same configuration as trial {duplicate.number}: {earlier}")
     for key in (THROUGHPUT_ATTR, FIDELITY_ATTR, FIDELITY_SYMMETRIC_ATTR, RESULT_ATTR):
         trial.set_user_attr(key, duplicate.user_attrs.get(key))
-    for key, value in duplicate.constraints.items():
-        trial.set_constraint(key, value)
+    copy_constraints(duplicate, trial)
     throughput, fidelity = duplicate.values
     return throughput, fidelity
 
