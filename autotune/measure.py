@@ -159,6 +159,48 @@ def confidently_below(
     return estimate.high < first_window_factor * threshold
 
 
+def slower_than_baseline(throughput: Estimate, threshold: float | None) -> str | None:
+    """Why timing stops after ``throughput.n`` windows: the throughput (samples/s) is
+    :func:`confidently_below` ``threshold`` (the baseline's lower bound); None to go on."""
+    if threshold is None or not confidently_below(throughput, threshold):
+        return None
+    return (
+        f"throughput {throughput.median:.0f} samples/s (95% CI upper "
+        f"{throughput.high:.0f}) is confidently below the baseline's "
+        f"{threshold:.0f} samples/s after {throughput.n} window(s)"
+    )
+
+
+#: A warm-up stops as hopeless when even its fastest step after the first (compilation) runs
+#: under the stop threshold divided by this factor: the steady steps would have to be this much
+#: faster than every step seen for the trial to reach the baseline.
+HOPELESS_FACTOR = 3.0
+#: Steps after the first that a warm-up runs before it can be called hopeless (the first few after
+#: compilation can be slower than the steady ones: their fastest is what counts).
+HOPELESS_MIN_STEPS = 3
+
+
+def hopeless_warm_up(
+    step_seconds: Sequence[float], batch_size: int, threshold: float | None
+) -> str | None:
+    """Why a warm-up whose steps took ``step_seconds`` (the first one compiles) is hopeless
+    against ``threshold`` (samples/s, the baseline's lower bound), or None to go on: after
+    :data:`HOPELESS_MIN_STEPS` steps past the first, its fastest step is under ``threshold /
+    HOPELESS_FACTOR``. A configuration 100x slower than the baseline stops after four steps
+    (the first one's compilation and three that each take 100 baseline steps' time)."""
+    after_compile = step_seconds[1:]
+    if threshold is None or len(after_compile) < HOPELESS_MIN_STEPS:
+        return None
+    fastest = batch_size / min(after_compile)
+    if fastest * HOPELESS_FACTOR >= threshold:
+        return None
+    return (
+        f"hopeless in warm-up: its fastest of {len(after_compile)} steps after compilation ran "
+        f"{fastest:.0f} samples/s, under 1/{HOPELESS_FACTOR:g} of the baseline's "
+        f"{threshold:.0f} samples/s"
+    )
+
+
 #: XProf's thresholds on the share of step time spent waiting for input.
 INPUT_BOUND_THRESHOLDS = (0.05, 0.20)
 

@@ -38,7 +38,8 @@ from autotune.measure import (
     Estimate,
     InputAblation,
     WarmupDetector,
-    confidently_below,
+    hopeless_warm_up,
+    slower_than_baseline,
     steps_per_window,
     summarize,
 )
@@ -97,6 +98,8 @@ class _WarmUp:
     steps: int = 0
     steady_step_seconds: float = 0.0
     compile_seconds: float = 0.0
+    hopeless: str | None = None  # why it stopped the trial (measure.hopeless_warm_up)
+    samples_per_second: tuple[float, ...] = ()  # each step's after the first
 
 
 @dataclass
@@ -260,9 +263,13 @@ def run_trial(experiment: Experiment, config: TrialConfig, settings: RunSettings
         model = setup.model
         trainer = _Trainer(model, setup.train_data, xla_compiles=bool(model.jit_compile))
         with _timed(phases, "warmup"):
-            speed.warmup = _warm_up(trainer, settings)
+            speed.warmup = warmup = _warm_up(trainer, settings, config.batch_size)
         with _timed(phases, "windows"):
-            speed.windows = windows = _time_windows(trainer, config, settings, speed.warmup)
+            speed.windows = windows = (
+                _Windows(throughput=summarize(warmup.samples_per_second), stopped_early=reason)
+                if (reason := warmup.hopeless)
+                else _time_windows(trainer, config, settings, warmup)
+            )
         speed.recompilation = _recompilation(setup, speed)
         if settings.profile_dir is not None and windows.stopped_early is None:
             with _timed(phases, "profile"):
@@ -296,28 +303,34 @@ def _timed_window(
     return steps * batch_size / clock.seconds()
 
 
-def _warm_up(trainer: _Trainer, settings: RunSettings) -> _WarmUp:
+def _warm_up(trainer: _Trainer, settings: RunSettings, batch_size: int) -> _WarmUp:
     """Runs single steps until their times (seconds) stop falling, ``warmup_max_steps`` have run,
-    or ``warmup_max_seconds`` have passed with at least 2 steps run."""
+    or ``warmup_max_seconds`` have passed with at least 2 steps run; or until the steps show the
+    trial is hopeless against ``stop_below_samples_per_second`` (:func:`hopeless_warm_up`)."""
     clock = _Stopwatch()
     detector = WarmupDetector(min_steps=settings.warmup_min_steps)
+    threshold = settings.stop_below_samples_per_second
     while True:
         step = _Stopwatch()
         trainer.run(1, "warm-up")
         detector.add(step.seconds())
-        if detector.steady or trainer.steps >= settings.warmup_max_steps:
+        hopeless = hopeless_warm_up(detector.step_seconds, batch_size, threshold)
+        if hopeless or detector.steady or trainer.steps >= settings.warmup_max_steps:
             break
         if clock.seconds() > settings.warmup_max_seconds and trainer.steps >= 2:
             break
     steady = detector.steady_step_seconds
-    return _WarmUp(trainer.steps, steady, max(0.0, detector.step_seconds[0] - steady))
+    rates = tuple(batch_size / seconds for seconds in detector.step_seconds[1:])
+    compile_seconds = max(0.0, detector.step_seconds[0] - steady)
+    return _WarmUp(trainer.steps, steady, compile_seconds, hopeless, rates)
 
 
 def _time_windows(
     trainer: _Trainer, config: TrialConfig, settings: RunSettings, warmup: _WarmUp
 ) -> _Windows:
     """Times up to ``settings.windows`` windows of whole steps (about ``window_seconds`` each at
-    the steady step time), each in samples/s; stops early when :func:`_early_stop` says so."""
+    the steady step time), each in samples/s; stops early when :func:`slower_than_baseline`
+    says so."""
     steps = steps_per_window(
         warmup.steady_step_seconds, settings.window_seconds, settings.min_window_steps
     )
@@ -327,25 +340,12 @@ def _time_windows(
             _timed_window(trainer, steps, config.batch_size, "timed window", windows.step_seconds)
         )
         windows.throughput = summarize(windows.samples_per_second)
-        windows.stopped_early = _early_stop(
-            windows.throughput, settings, len(windows.samples_per_second)
+        windows.stopped_early = slower_than_baseline(
+            windows.throughput, settings.stop_below_samples_per_second
         )
         if windows.stopped_early is not None:
             break
     return windows
-
-
-def _early_stop(throughput: Estimate, settings: RunSettings, windows: int) -> str | None:
-    """Why timing stops after ``windows`` windows: the throughput (samples/s) is confidently below
-    ``stop_below_samples_per_second``; None to go on."""
-    threshold = settings.stop_below_samples_per_second
-    if threshold is None or not confidently_below(throughput, threshold):
-        return None
-    return (
-        f"throughput {throughput.median:.0f} samples/s (95% CI upper "
-        f"{throughput.high:.0f}) is confidently below the baseline's "
-        f"{threshold:.0f} samples/s after {windows} window(s)"
-    )
 
 
 def _recompilation(setup: _Setup, speed: _Speed) -> Recompilation:

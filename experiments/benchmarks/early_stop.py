@@ -1,4 +1,4 @@
-"""Does the study's early stop recognise a hopeless configuration in its first timed window?
+"""Does the study's early stop recognise a hopeless configuration in its warm-up?
 
 Measures the float32 baseline of an experiment, then a slow configuration (mixed_float16 without
 XLA, very slow on CPUs without fast float16) twice, each in a fresh trial process: once run to the
@@ -20,10 +20,20 @@ from pathlib import Path
 
 from autotune import RunSettings, TrialConfig
 from autotune.hardware import hardware, versions
+from autotune.result import RunResult
 from autotune.trial.isolation import run_isolated
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_EXPERIMENT = "tabular_mlp"  # bundled: autotune/bundled/tabular_mlp.py
+
+
+def phases(result: RunResult) -> str:
+    """'7 (1.2 s) | 6 (3.0 s)': warm-up steps and timed windows, with their seconds."""
+    warmup, windows = result.phase_seconds["warmup"], result.phase_seconds["windows"]
+    return (
+        f"{result.warmup_steps} ({warmup:.1f} s) | "
+        f"{len(result.window_samples_per_second)} ({windows:.1f} s)"
+    )
 
 
 def main() -> None:
@@ -62,15 +72,16 @@ def main() -> None:
         f"- command: `python {' '.join(sys.argv)}`",
         f"- load average at the end (1/5/15 min): {os.getloadavg()}",
         "",
-        "| configuration | median samples/s (95% CI) | windows | trial wall time |",
-        "|---|---:|---:|---:|",
+        "| configuration | median samples/s (95% CI) | warm-up steps (s) | windows (s) "
+        "| trial wall time |",
+        "|---|---:|---:|---:|---:|",
         f"| float32 baseline | {baseline.throughput.median:,.0f} "
-        f"({baseline.throughput.low:,.0f}-{baseline.throughput.high:,.0f}) | "
-        f"{baseline.throughput.n} | {baseline.phase_seconds['total']:.1f} s (in process) |",
+        f"({baseline.throughput.low:,.0f}-{baseline.throughput.high:,.0f}) | {phases(baseline)} | "
+        f"{baseline.phase_seconds['total']:.1f} s (in process) |",
         f"| mixed_float16, no XLA, run to the end | {full.throughput.median:,.0f} | "
-        f"{full.throughput.n} | {full_seconds:.1f} s |",
+        f"{phases(full)} | {full_seconds:.1f} s |",
         f"| mixed_float16, no XLA, early stop | {stopped.throughput.median:,.0f} | "
-        f"{stopped.throughput.n} | {stopped_seconds:.1f} s |",
+        f"{phases(stopped)} | {stopped_seconds:.1f} s |",
         "",
         f"Baseline / mixed_float16 throughput: **{ratio:.1f}x**. Early stop: "
         f"{stopped.stopped_early or 'did not stop'}; wall time saved "

@@ -12,8 +12,8 @@ from autotune.fidelity import fidelity_distance, noise_floor
 from autotune.measure import (
     Estimate,
     InputAblation,
-    confidently_below,
     input_bound_verdict,
+    slower_than_baseline,
     summarize,
 )
 from autotune.profile import CPU_ONLY, OpTime, ProfileSummary
@@ -112,13 +112,7 @@ def fake_result(
             for k in range(settings.windows)
         ]
         throughput = summarize(windows)
-        threshold = settings.stop_below_samples_per_second
-        if threshold is not None and confidently_below(throughput, threshold):
-            stopped = (
-                f"throughput {throughput.median:.0f} samples/s (95% CI upper "
-                f"{throughput.high:.0f}) is confidently below the baseline's "
-                f"{threshold:.0f} samples/s after {len(windows)} window(s)"
-            )
+        stopped = slower_than_baseline(throughput, settings.stop_below_samples_per_second)
     curve = []
     if settings.curve and stopped is None:
         offset = drift_of(config) + SEED_OFFSETS[settings.seed]

@@ -9,11 +9,14 @@ import pytest
 
 from autotune.measure import (
     CONFIDENCE,
+    HOPELESS_FACTOR,
     Estimate,
     InputAblation,
     WarmupDetector,
     confidently_below,
+    hopeless_warm_up,
     input_bound_verdict,
+    slower_than_baseline,
     steps_per_window,
     summarize,
 )
@@ -438,3 +441,61 @@ def test_input_ablation_noise_never_gives_a_negative_share():
 
     assert ablation.input_fraction == 0.0
     assert ablation.step_milliseconds(batch_size=50)["input"] == 0.0
+
+
+# --------------------------------------------------------------------------------------------
+# hopeless_warm_up and slower_than_baseline: the early stop
+# --------------------------------------------------------------------------------------------
+
+#: Warm-up step times (seconds) at batch 32, shaped like the digits CNN's on the 2-core Xeon: the
+#: baseline (float32, ~9,000 samples/s) and mixed_float16 without XLA (~90x slower on this CPU).
+BASELINE_STEPS = [1.9, 0.0061, 0.0042, 0.0038, 0.0036, 0.0035, 0.0035, 0.0036]
+FLOAT16_STEPS = [4.8, 0.41, 0.33, 0.32, 0.34]
+THRESHOLD = 8_800.0  # the baseline's lower bound, samples/s
+
+
+def test_a_configuration_90x_slower_stops_four_steps_into_its_warm_up():
+    seen = [hopeless_warm_up(FLOAT16_STEPS[:n], 32, THRESHOLD) for n in range(1, 6)]
+
+    assert seen[:3] == [None, None, None]  # the compile step, then too few steps to judge
+    assert seen[3] is not None
+    assert "fastest of 3 steps after compilation ran 100 samples/s" in seen[3]
+    assert "under 1/3 of the baseline's 8800 samples/s" in seen[3]
+
+
+def test_the_baseline_itself_is_never_hopeless():
+    for n in range(1, len(BASELINE_STEPS) + 1):
+        assert hopeless_warm_up(BASELINE_STEPS[:n], 32, THRESHOLD) is None
+
+
+@pytest.mark.parametrize("slower", [1.0, 1.5, 2.0, 2.9])
+def test_a_configuration_less_than_the_factor_slower_goes_on_to_its_timed_windows(slower):
+    # steps exactly `slower` times the baseline's steady step, after a slow compile step
+    steady = 32 / THRESHOLD
+    steps = [10.0, *([steady * slower] * 20)]
+
+    assert hopeless_warm_up(steps, 32, THRESHOLD) is None
+
+
+def test_the_fastest_step_decides_so_one_slow_step_stops_nothing():
+    steady = 32 / THRESHOLD
+    steps = [2.0, steady * 50, steady * 1.1, steady * 50]
+
+    assert hopeless_warm_up(steps, 32, THRESHOLD) is None
+    assert hopeless_warm_up([2.0, *[steady * HOPELESS_FACTOR * 1.01] * 3], 32, THRESHOLD)
+    assert not hopeless_warm_up([2.0, *[steady * HOPELESS_FACTOR * 1.01] * 2], 32, THRESHOLD)
+
+
+def test_no_threshold_means_no_early_stop():
+    assert hopeless_warm_up(FLOAT16_STEPS, 32, None) is None
+    assert slower_than_baseline(summarize([1.0] * 7), None) is None
+
+
+def test_slower_than_baseline_names_the_windows_and_the_bound():
+    estimate = summarize([90.0, 91.0, 92.0, 93.0, 94.0, 95.0, 96.0])
+
+    assert slower_than_baseline(estimate, 100.0) == (
+        "throughput 93 samples/s (95% CI upper 96) is confidently below the baseline's "
+        "100 samples/s after 7 window(s)"
+    )
+    assert slower_than_baseline(estimate, 95.0) is None
