@@ -275,6 +275,7 @@ def trials_table(rows: list[TrialRow], title: str, width: int | None = None) -> 
     folder and the verdict's source are left out (``status --json`` and the report show them).
     """
     wide = width is None or width >= WIDE_TABLE
+    between = " " if wide else "\n"  # the CI under the median in a narrow table
     table = Table(title=title) if wide else Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1))
     table.add_column("#", justify="right")
     table.add_column("configuration", min_width=None if wide else 17, overflow="fold")
@@ -289,8 +290,7 @@ def trials_table(rows: list[TrialRow], title: str, width: int | None = None) -> 
     for row in rows:
         estimate = row.throughput
         rate = (
-            f"{estimate.median:,.0f}{' ' if wide else chr(10)}"
-            f"({estimate.low:,.0f}-{estimate.high:,.0f})"
+            f"{estimate.median:,.0f}{between}({estimate.low:,.0f}-{estimate.high:,.0f})"
             if estimate
             else "-"
         )

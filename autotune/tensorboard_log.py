@@ -131,8 +131,7 @@ def write_trial(
         ValueError: a value is not a number that can be shown (negative, NaN, infinite).
         OSError: the folder or file cannot be written.
     """
-    if not isinstance(number, int) or isinstance(number, bool) or number < 0:
-        raise ValueError(f"number must be an integer >= 0. Received: number={number!r}")
+    _check_index("number", number)
     session = f"trial_{number}"
     throughput = throughput_samples_per_second
     _write_session(Path(trial_folder), "trial", session, config, throughput, fidelity, curve)
@@ -154,8 +153,7 @@ def write_baseline(
         ValueError: a value is not a number that can be shown (negative, NaN, infinite).
         OSError: the folder or file cannot be written.
     """
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0. Received: seed={seed!r}")
+    _check_index("seed", seed)
     session = f"baseline_seed_{seed}"
     throughput = throughput_samples_per_second
     _write_session(Path(folder), "baseline", session, config, throughput, fidelity, curve)
@@ -258,6 +256,12 @@ def _points(curve: Curve) -> list[tuple[int, float]]:
         _check_number(f"curve[{index}] val_loss", loss)
         points.append((int(samples), float(loss)))
     return points
+
+
+def _check_index(name: str, value: object) -> None:
+    """``value`` (a trial number or a seed) must be an integer >= 0."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{name} must be an integer >= 0. Received: {name}={value!r}")
 
 
 def _check_number(name: str, value: object, positive: bool = False) -> None:

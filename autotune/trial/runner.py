@@ -265,11 +265,12 @@ def run_trial(experiment: Experiment, config: TrialConfig, settings: RunSettings
         with _timed(phases, "warmup"):
             speed.warmup = warmup = _warm_up(trainer, settings, config.batch_size)
         with _timed(phases, "windows"):
-            speed.windows = windows = (
-                _Windows(throughput=summarize(warmup.samples_per_second), stopped_early=reason)
-                if (reason := warmup.hopeless)
-                else _time_windows(trainer, config, settings, warmup)
-            )
+            if warmup.hopeless:  # stopped in warm-up: no window is timed
+                warmup_rates = summarize(warmup.samples_per_second)
+                windows = _Windows(throughput=warmup_rates, stopped_early=warmup.hopeless)
+            else:
+                windows = _time_windows(trainer, config, settings, warmup)
+            speed.windows = windows
         speed.recompilation = _recompilation(setup, speed)
         if settings.profile_dir is not None and windows.stopped_early is None:
             with _timed(phases, "profile"):

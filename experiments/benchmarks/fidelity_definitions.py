@@ -17,14 +17,12 @@ with the machine, date, versions and command.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import itertools
 import math
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from provenance import provenance_lines  # type: ignore[import-not-found]
+from provenance import append_results  # type: ignore[import-not-found]
 
 from autotune.fidelity import (
     MIN_NOISE_FLOOR,
@@ -41,10 +39,15 @@ DEFAULT_WORK = Path("benchmark_runs/confirmed_speedup")
 EXPERIMENTS = ("digits_cnn", "tabular_mlp", "transformer")
 
 
-def definition_1(trial: Curve, baseline: Curve, seeds: Sequence[Curve]) -> float:
-    """The fidelity as definition 1 scored it: mean |log ratio| over the seeds' mean."""
+def floor_1(seeds: Sequence[Curve]) -> float:
+    """The noise floor as definition 1 measured it: mean plain |log ratio| between seed pairs."""
     pairs = [curve_distance(a, b) for a, b in itertools.combinations(seeds, 2)]
-    return curve_distance(trial, baseline) / max(sum(pairs) / len(pairs), MIN_NOISE_FLOOR)
+    return sum(pairs) / len(pairs)
+
+
+def definition_1(trial: Curve, baseline: Curve, floor: float) -> float:
+    """The fidelity as definition 1 scored it: mean plain |log ratio| over its noise floor."""
+    return curve_distance(trial, baseline) / max(floor, MIN_NOISE_FLOOR)
 
 
 def _points(curve: Sequence[object]) -> list[tuple[float, float]]:
@@ -69,12 +72,11 @@ def one_study(storage: str) -> list[str]:
     """The noise floor and every scored trial of the study in ``storage``, both definitions."""
     records = load_records(storage)
     seeds = [_points(c) for _, c in sorted(records.baseline.seed_curves.items())]
-    floor = noise_floor(seeds)
-    old_pairs = [curve_distance(a, b) for a, b in itertools.combinations(seeds, 2)]
+    floor, old_floor = noise_floor(seeds), floor_1(seeds)
     lines = [
         f"### {records.study_name} (`{storage}`, tolerance {records.tolerance:g})",
         "",
-        f"- noise floor, definition 1: {sum(old_pairs) / len(old_pairs):.4f} mean |log ratio|",
+        f"- noise floor, definition 1: {old_floor:.4f} mean |log ratio|",
         f"- noise floor, definition 2: {floor.describe()}",
         "",
         *TABLE_HEAD,
@@ -84,7 +86,7 @@ def one_study(storage: str) -> list[str]:
     scored = [t for t in records.trials if t.curve and t.config is not None]
     for trial in scored:
         curve = _points(trial.curve)
-        old = definition_1(curve, base, seeds)
+        old = definition_1(curve, base, old_floor)
         new = fidelity_distance(curve, base, floor)
         changed += (old <= records.tolerance) != (new <= records.tolerance)
         label = f"{trial.number}: `{trial.config.describe()}`"  # type: ignore[union-attr]
@@ -109,7 +111,7 @@ def near_zero_case() -> list[str]:
         _decaying(4e-4, 1.5e-4, factor=1.015),
         _decaying(4e-4, 0.7e-4, factor=0.985),
     ]
-    floor = noise_floor(seeds)
+    floor, old_floor = noise_floor(seeds), floor_1(seeds)
     trials = {
         "ends at 3e-6 (learned faster)": _decaying(4e-4, 3e-6),
         "ends at 3e-4": _decaying(4e-4, 3e-4),
@@ -124,7 +126,7 @@ def near_zero_case() -> list[str]:
         *TABLE_HEAD,
     ]
     for label, curve in trials.items():
-        old = definition_1(curve, seeds[0], seeds)
+        old = definition_1(curve, seeds[0], old_floor)
         lines.append(_row(label, old, floor, curve, seeds[0], 1.5))
     return [*lines, ""]
 
@@ -140,15 +142,10 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=HERE / "results" / "fidelity_definitions.md")
     args = parser.parse_args()
     storages = args.storages or default_storages()
-    lines = [f"## {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC", ""]
-    lines += [*provenance_lines(), ""]
+    sections: list[str] = []
     for storage in storages:
-        lines += one_study(storage)
-    lines += near_zero_case()
-    print("\n".join(lines))
-    with args.output.open("a", encoding="utf-8") as results:
-        results.write("\n".join(lines) + "\n")
-    print(f"appended to {args.output}", file=sys.stderr)
+        sections += one_study(storage)
+    append_results(args.output, [*sections, *near_zero_case()])
 
 
 if __name__ == "__main__":

@@ -19,14 +19,12 @@ appended to results/time_breakdown.md with the machine, date, versions and comma
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
-from provenance import provenance_lines  # type: ignore[import-not-found]
+from provenance import append_results  # type: ignore[import-not-found]
 
 from autotune.schema import DUPLICATE_OF_ATTR, RESULT_ATTR
 
@@ -107,14 +105,10 @@ def main() -> None:
     parser.add_argument("storages", nargs="+", help="Optuna storage URLs of autotune studies")
     parser.add_argument("--output", type=Path, default=HERE / "results" / "time_breakdown.md")
     args = parser.parse_args()
-    lines = [f"## {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC", ""]
-    lines += [*provenance_lines(), ""]
+    sections: list[str] = []
     for storage in args.storages:
-        lines += one_study(storage)
-    print("\n".join(lines))
-    with args.output.open("a", encoding="utf-8") as results:
-        results.write("\n".join(lines) + "\n")
-    print(f"appended to {args.output}", file=sys.stderr)
+        sections += one_study(storage)
+    append_results(args.output, sections)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,10 @@ filters its dashboard starts with (every value of each hparam's domain). Output:
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import types
+from pathlib import Path
 from typing import Any
 
 #: Its presence in sys.modules makes tensorboard.compat.tf the stub (see tensorboard/compat).
@@ -93,6 +95,22 @@ def read(logdir: str) -> dict[str, Any]:
         "session_groups": json_format.MessageToDict(groups),
         "tensorflow_loaded": "tensorflow" in sys.modules,
     }
+
+
+def read_in_fresh_interpreter(logdir: Path) -> dict[str, Any]:
+    """:func:`read` run as ``python -m tests.support.tensorboard_reader LOGDIR`` in a fresh
+    interpreter from the repository root (so no module the test imported leaks into it)."""
+    completed = subprocess.run(
+        [sys.executable, "-m", __name__, str(logdir)],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    result: dict[str, Any] = json.loads(completed.stdout)
+    return result
 
 
 if __name__ == "__main__":

@@ -5,9 +5,6 @@ study goes on."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,23 +16,12 @@ from autotune.records import StudyRecords
 from autotune.study import board
 from tests.support.demo_study import FAILED, PRUNED, REPEATS, DemoStudy
 from tests.support.fake_trials import fake_result
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.tensorboard_reader import read_in_fresh_interpreter
 
 
 @pytest.fixture(scope="module")
 def seen(demo: DemoStudy) -> dict[str, Any]:
-    completed = subprocess.run(
-        [sys.executable, "-m", "tests.support.tensorboard_reader", str(log_root(demo))],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stderr
-    result: dict[str, Any] = json.loads(completed.stdout)
-    return result
+    return read_in_fresh_interpreter(log_root(demo))
 
 
 def log_root(demo: DemoStudy) -> Path:

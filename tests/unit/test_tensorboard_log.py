@@ -4,7 +4,6 @@ tests.support.tensorboard_reader), and the raw records here. No TensorFlow anywh
 
 from __future__ import annotations
 
-import json
 import re
 import struct
 import subprocess
@@ -28,6 +27,7 @@ from autotune.tensorboard_log import (
     write_study_config,
     write_trial,
 )
+from tests.support.tensorboard_reader import read_in_fresh_interpreter
 
 ROOT = Path(__file__).resolve().parents[2]
 SPACE = SearchSpace(
@@ -74,17 +74,7 @@ def seen(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """What TensorBoard reads from the fake study (tests.support.tensorboard_reader)."""
     root = tmp_path_factory.mktemp("autotune_logs") / "study-0123456789ab"
     write_fake_study(root)
-    completed = subprocess.run(
-        [sys.executable, "-m", "tests.support.tensorboard_reader", str(root)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stderr
-    result: dict[str, Any] = json.loads(completed.stdout)
-    return result
+    return read_in_fresh_interpreter(root)
 
 
 def groups(seen: dict[str, Any]) -> dict[str, dict[str, Any]]:
