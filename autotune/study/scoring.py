@@ -1,6 +1,14 @@
-"""A measured trial's scores: what is stored of its result, and its fidelity both ways.
+"""A measured trial's scores: what is stored of its result, its fidelity both ways, and what a
+trial stopped early tells the sampler.
 
-The study's objective calls these; they hold no study state. No TensorFlow here.
+A trial stopped early (slower than the baseline) or pruned as predicted out of memory is stored
+PRUNED with a violated constraint: ``speed`` (:func:`speed_shortfall`) or ``memory``. Optuna's
+TPE sampler ranks PRUNED trials without intermediate values as one tie, and with few feasible
+trials the earliest of them can land in its "good" group (``_split_trials`` in
+``optuna/samplers/_tpe/sampler.py``); a trial with a violated constraint is ranked with the
+infeasible ones instead, by how much it violates, after every feasible trial. The study's
+records still read it as pruned, with its reason. The objective calls these; they hold no study
+state. No TensorFlow here.
 """
 
 from __future__ import annotations
@@ -9,17 +17,60 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import optuna
+from optuna.trial import FrozenTrial, TrialState
 
 from autotune.exceptions import TrialFailure
 from autotune.fidelity import NoiseFloor, fidelity_distance
 from autotune.result import RunResult
-from autotune.schema import FIDELITY_ATTR, FIDELITY_SYMMETRIC_ATTR, PRUNED_REASON_ATTR
+from autotune.schema import (
+    DUPLICATE_OF_ATTR,
+    FIDELITY_ATTR,
+    FIDELITY_SYMMETRIC_ATTR,
+    PRUNED_REASON_ATTR,
+    RESULT_ATTR,
+    THROUGHPUT_ATTR,
+)
+from autotune.study.optuna_tools import copy_constraints, set_constraints
+
+#: The constraint of a trial stopped as slower than the baseline (:func:`speed_shortfall`).
+SPEED_CONSTRAINT = "speed"
+#: The ``memory`` constraint of a trial pruned as predicted out of memory (violated: > 0).
+PREDICTED_OOM_VIOLATION = 1.0
+#: Bounds of the ``speed`` constraint: always violated, never infinite (JSON has no infinity).
+MIN_SHORTFALL, MAX_SHORTFALL = 1e-3, 1e6
 
 
 def prune(trial: optuna.Trial, reason: str) -> NoReturn:
     """Records why and prunes the trial (raises optuna.TrialPruned)."""
     trial.set_user_attr(PRUNED_REASON_ATTR, reason)
     raise optuna.TrialPruned(reason)
+
+
+def speed_shortfall(throughput: float, baseline_low: float) -> float:
+    """The ``speed`` constraint of a trial stopped as slower than the baseline: how many times
+    slower than the baseline's lower bound it ran, minus one (0.5: the bound is 1.5x its
+    samples/s; 37: 38x slower). At least :data:`MIN_SHORTFALL`, so it always reads as violated,
+    and on the scale of a fidelity violation for a trial a few times slower."""
+    if not throughput > 0:
+        return MAX_SHORTFALL
+    return min(max(baseline_low / throughput - 1.0, MIN_SHORTFALL), MAX_SHORTFALL)
+
+
+def prune_slower(
+    trial: optuna.Trial, reason: str, throughput: float | None, baseline_low: float
+) -> NoReturn:
+    """Prunes a trial stopped early, with its ``speed`` constraint when its throughput
+    (samples/s) was measured."""
+    if throughput is not None:
+        set_constraints(trial, {SPEED_CONSTRAINT: speed_shortfall(throughput, baseline_low)})
+    prune(trial, reason)
+
+
+def prune_predicted_oom(trial: optuna.Trial, reason: str) -> NoReturn:
+    """Prunes a configuration predicted to run out of memory, with a violated ``memory``
+    constraint."""
+    set_constraints(trial, {"memory": PREDICTED_OOM_VIOLATION})
+    prune(trial, reason)
 
 
 def compact(result: RunResult) -> dict[str, Any]:
@@ -50,4 +101,28 @@ def score_fidelity(
     return fidelity
 
 
-__all__ = ["compact", "prune", "score_fidelity"]
+def reuse(trial: optuna.Trial, duplicate: FrozenTrial) -> tuple[float, float]:
+    """Trial ``trial`` duplicates the measured ``duplicate``: its measurement is reused (a
+    pruned one is pruned again, with the reason)."""
+    trial.set_user_attr(DUPLICATE_OF_ATTR, duplicate.number)
+    copy_constraints(duplicate, trial)
+    if duplicate.state == TrialState.PRUNED:
+        earlier = duplicate.user_attrs.get(PRUNED_REASON_ATTR)
+        prune(trial, f"same configuration as trial {duplicate.number}: {earlier}")
+    for key in (THROUGHPUT_ATTR, FIDELITY_ATTR, FIDELITY_SYMMETRIC_ATTR, RESULT_ATTR):
+        trial.set_user_attr(key, duplicate.user_attrs.get(key))
+    throughput, fidelity = duplicate.values
+    return throughput, fidelity
+
+
+__all__ = [
+    "PREDICTED_OOM_VIOLATION",
+    "SPEED_CONSTRAINT",
+    "compact",
+    "prune",
+    "prune_predicted_oom",
+    "prune_slower",
+    "reuse",
+    "score_fidelity",
+    "speed_shortfall",
+]

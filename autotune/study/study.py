@@ -3,8 +3,10 @@
 A study runs the experiment's baseline (:mod:`autotune.study.baseline`), then asks Optuna for
 configurations. Each trial is measured in its own process; its throughput (samples/s, maximised)
 and fidelity distance (minimised) are the two named objectives, and ``fidelity - tolerance <= 0``
-is an Optuna constraint. A trial confidently slower than the baseline is stopped before its curve
-and recorded as pruned; a duplicate of a measured configuration reuses its measurement, and one
+is an Optuna constraint. The first trials are a structured start (:mod:`autotune.study.search`). A
+trial confidently slower than the baseline is stopped before its curve and recorded as pruned,
+with a violated constraint so the sampler ranks it as dominated (:mod:`autotune.study.scoring`); a
+duplicate of a measured configuration reuses its measurement, and one
 predicted to run out of memory is pruned without running (:mod:`autotune.study.prediction`).
 Running the same study again resumes it (:mod:`autotune.study.identity`,
 :mod:`autotune.study.recovery`). No TensorFlow here: trials run through :mod:`autotune.trial`.
@@ -18,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import optuna
-from optuna.trial import FrozenTrial, TrialState
+from optuna.trial import FrozenTrial
 
+from autotune import hardware
 from autotune.config import RunSettings, TrialConfig, is_positive_finite
 from autotune.confirmation import DEFAULT_ROUNDS, DEFAULT_TOP, EXTRA_SEEDS, Confirmation
 from autotune.exceptions import ConfigError, StudyError, TrialFailure
@@ -33,15 +36,10 @@ from autotune.schema import (
     BASELINE_SEEDS,
     CONFIG_ATTR,
     CONFIRMATION_KEY,
-    DIRECTIONS,
-    DUPLICATE_OF_ATTR,
     FAILURE_ATTR,
-    FIDELITY_ATTR,
-    FIDELITY_SYMMETRIC_ATTR,
     IDENTITY_KEY,
     INTERRUPTED_FAILURE,
     LOG_DIR_ATTR,
-    PRUNED_REASON_ATTR,
     RESULT_ATTR,
     THROUGHPUT_ATTR,
     WORKER_ATTR,
@@ -64,10 +62,19 @@ from autotune.study import (
     prediction,
     recovery,
     scoring,
+    search,
 )
-from autotune.study.checks import MAX_SEED, check_log_root, check_seed, check_study_name
-from autotune.study.optuna_tools import copy_constraints, set_constraints
+from autotune.study.checks import check_log_root, check_seed, check_study_name
+from autotune.study.optuna_tools import set_constraints
 from autotune.study.profiling import ProfileListener, profile_front
+from autotune.study.start import (
+    centre_of,
+    check_start,
+    enqueue_next,
+    record_start,
+    space_params,
+    structured_start,
+)
 from autotune.study.storage_guard import StorageGuard, storage_fault
 
 DEFAULT_TOLERANCE = 1.5
@@ -105,6 +112,10 @@ class Study:
             space, objectives, tolerance, hardware or library versions.
         seed: seed of the sampler; on resume it is offset by the trials already stored, so the
             sampler does not replay its earlier draws.
+        start: "structured" (default) begins a new study with the baseline's one-factor
+            neighbours and the checklist configuration, "random" with the sampler's own draws
+            (see :mod:`autotune.study.search`). A stored study keeps the start it was made with.
+        sampler: an Optuna sampler to use instead of autotune's TPE (``seed`` is then unused).
         runner: runs one trial; the default runs it in a fresh process.
         log_root: folder for per-trial logs and profiles; defaults to
             ``autotune_logs/<study key>`` beside an SQLite database, else in the current folder,
@@ -131,6 +142,8 @@ class Study:
         allow_mismatch: bool = False,
         read_only: bool = False,
         seed: int = 0,
+        start: str = "structured",
+        sampler: optuna.samplers.BaseSampler | None = None,
         runner: TrialRunner | None = None,
         log_root: str | Path | None = None,
         profile_mode: str = "all",
@@ -142,6 +155,7 @@ class Study:
                 f"must be a finite number > 0. Received: {tolerance!r}", argument="tolerance"
             )
         check_seed(seed)
+        start_mode = check_start(start)
         if study_name is not None:
             check_study_name(study_name)
         self.reference = reference_of(experiment)
@@ -159,37 +173,23 @@ class Study:
             check_log_root(self.log_root)
         self._storage = open_storage(storage, stale_trial_callback=recovery.RetryInterrupted())
         self._guard = StorageGuard(storage)
-        self.optuna, is_new = self._create(seed)
+        base = self.experiment.base_batch_size
+        self.optuna, is_new = search.create(
+            self._storage,
+            self.name,
+            seed,
+            sampler,
+            known=[space_params(self.space, TrialConfig.baseline(base))],
+        )
         self.read_only = read_only
         self._identity(allow_mismatch or read_only, is_new=is_new)
+        if is_new:
+            starts = structured_start(self.space, base, hardware.hardware())
+            record_start(self.optuna, starts if start_mode == "structured" else [])
         self._listeners: list[Callable[[TrialRow], None]] = []
         self._on_profile: ProfileListener | None = None
 
     # ----------------------------------------------------------------- storage and identity
-    def _create(self, seed: int) -> tuple[optuna.Study, bool]:
-        """The Optuna study (created or loaded) and whether it is new. The sampler's seed is
-        offset by the trials stored, so a resumed study does not replay its earlier draws."""
-        try:
-            stored = len(optuna.load_study(study_name=self.name, storage=self._storage).trials)
-            is_new = False
-        except KeyError:
-            stored, is_new = 0, True
-        with quiet_experimental():
-            sampler = optuna.samplers.TPESampler(
-                seed=(seed + stored) % (MAX_SEED + 1),
-                n_startup_trials=5,
-                multivariate=True,
-                group=True,
-            )
-            study = optuna.create_study(
-                storage=self._storage,
-                study_name=self.name,
-                directions=list(DIRECTIONS),
-                sampler=sampler,
-                load_if_exists=True,
-            )
-        return study, is_new
-
     def _default_log_root(self) -> Path:
         return default_log_root(self.storage_url, self.name)
 
@@ -268,10 +268,10 @@ class Study:
         trial.set_user_attr(CONFIG_ATTR, config.to_dict())
         duplicate = prediction.measured_duplicate(self.optuna, trial.number, config)
         if duplicate is not None:
-            return _reuse(trial, duplicate)
+            return scoring.reuse(trial, duplicate)
         oom = prediction.out_of_memory_at_most(self.optuna, config)
         if oom is not None:
-            scoring.prune(trial, prediction.predicted_oom_reason(oom))
+            scoring.prune_predicted_oom(trial, prediction.predicted_oom_reason(oom))
         result = self._measure(trial, config)
         return self._score(trial, result)
 
@@ -307,10 +307,15 @@ class Study:
         if result.throughput is not None:
             trial.set_user_attr(THROUGHPUT_ATTR, result.throughput.to_dict())
         log_dir = self.log_root / f"trial_{trial.number}"
+        baseline_throughput, baseline_curve, floor = baseline.reference(self.optuna)
         if result.stopped_early is not None or result.throughput is None:
             board.trial_run(log_dir, trial.number, result, fidelity=None)
-            return scoring.prune(trial, result.stopped_early or "throughput was not measured")
-        _, baseline_curve, floor = baseline.reference(self.optuna)
+            scoring.prune_slower(
+                trial,
+                result.stopped_early or "throughput was not measured",
+                result.throughput.median if result.stopped_early and result.throughput else None,
+                baseline_throughput.low,
+            )
         try:
             fidelity = scoring.score_fidelity(trial, result, baseline_curve, floor)
         except TrialFailure as unscored:
@@ -381,6 +386,7 @@ class Study:
     def _run_one(self) -> list[TrialRow]:
         """Runs one Optuna trial; returns the trials that finished (one, or none when stopped)."""
         finished: list[FrozenTrial] = []
+        enqueue_next(self.optuna, self.space, self.tolerance)
         with quiet_experimental():
             self.optuna.optimize(
                 self._objective,
@@ -392,11 +398,15 @@ class Study:
         return [row_of(trial) for trial in finished]
 
     def _exhausted(self) -> bool:
+        """Whether every configuration of the space was measured (the baseline's included)."""
         measured = {
             tuple(sorted(r.config.to_dict().items()))
             for r in self.records()
             if r.config is not None and r.counts
         }
+        baseline_config = self.baseline_config
+        if centre_of(self.space, baseline_config.batch_size) == baseline_config:  # in the space
+            measured.add(tuple(sorted(baseline_config.to_dict().items())))
         return len(measured) >= self.space.size()
 
     def profile_pareto(
@@ -477,20 +487,6 @@ class Study:
 
     def _stored(self) -> StudyRecords:
         return read_records(self._storage, self.storage_url, self.name)
-
-
-def _reuse(trial: optuna.Trial, duplicate: FrozenTrial) -> tuple[float, float]:
-    """Trial ``trial`` duplicates the measured ``duplicate``: its measurement is reused (a
-    pruned one is pruned again, with the reason)."""
-    trial.set_user_attr(DUPLICATE_OF_ATTR, duplicate.number)
-    if duplicate.state == TrialState.PRUNED:
-        earlier = duplicate.user_attrs.get(PRUNED_REASON_ATTR)
-        scoring.prune(trial, f"same configuration as trial {duplicate.number}: {earlier}")
-    for key in (THROUGHPUT_ATTR, FIDELITY_ATTR, FIDELITY_SYMMETRIC_ATTR, RESULT_ATTR):
-        trial.set_user_attr(key, duplicate.user_attrs.get(key))
-    copy_constraints(duplicate, trial)
-    throughput, fidelity = duplicate.values
-    return throughput, fidelity
 
 
 __all__ = ["DEFAULT_TOLERANCE", "Study", "TrialRunner", "isolated_runner"]

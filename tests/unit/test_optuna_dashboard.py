@@ -33,6 +33,7 @@ from autotune.study.optuna_tools import (
 )
 from tests.support.demo_study import (
     INFEASIBLE,
+    PRUNED,
     REPEATS,
     DemoStudy,
     build_demo_study,
@@ -129,9 +130,11 @@ def test_every_scored_trial_lists_its_constraint(detail: dict[str, Any]) -> None
         if trial["state"] == "Complete":
             fidelity = trial["values"][1]
             assert trial["constraints"] == [pytest.approx(fidelity - TOLERANCE)], trial["number"]
-        else:  # pruned and failed trials have no fidelity, so no constraint
+        elif trial["state"] == "Pruned":  # stopped as slower: a violated speed constraint
+            assert len(trial["constraints"]) == 1 and trial["constraints"][0] > 0, trial["number"]
+        else:  # failed trials have no fidelity, so no constraint
             assert trial["constraints"] == [], trial["number"]
-    assert [t["number"] for t in measured if not feasible(t)] == INFEASIBLE
+    assert [t["number"] for t in measured if not feasible(t)] == sorted(INFEASIBLE + PRUNED)
 
 
 def test_a_repeated_configuration_lists_the_constraint_it_reuses(detail: dict[str, Any]) -> None:

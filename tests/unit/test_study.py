@@ -187,6 +187,7 @@ def make_study(storage, experiment_ref):
 
     def make(runner=None, space=SPACE, **kwargs):
         kwargs.setdefault("seed", 0)
+        kwargs.setdefault("start", "random")  # the structured start has tests of its own
         return Study(experiment_ref, space, storage, runner=runner or FakeRunner(), **kwargs)
 
     return make
@@ -583,7 +584,11 @@ def test_slow_configuration_is_pruned_against_the_baseline(make_study):
     assert "confidently below the baseline's 997 samples/s" in record.reason
     assert record.throughput.median == pytest.approx(10.0)
     assert record.fidelity is None
-    assert record.feasible is None
+    # Ranked by the sampler as what it is: a violated speed constraint, the baseline's lower
+    # bound over its samples/s, minus one (both formats: the named one and the list).
+    low = study.baseline()["runs"]["0"]["throughput"]["low"]
+    assert trial.constraints == pytest.approx({"speed": low / 10.0 - 1, "0": low / 10.0 - 1})
+    assert record.feasible is False
     assert record.counts
     assert runner.trial_calls[0].config == TrialConfig(**SLOW)
     assert study.finished_count() == 1
@@ -618,6 +623,9 @@ def test_oom_fails_and_larger_batches_are_predicted_out_of_memory(make_study):
         "precision and jit_compile"
     )
     assert records[1].failure_kind is None
+    # Ranked by the sampler as infeasible, not as a tie of pruned trials.
+    assert study.optuna.trials[1].constraints == {"memory": 1.0, "0": 1.0}
+    assert records[1].feasible is False
     assert records[5].reason.startswith("predicted out of memory: trial 0")
     assert records[2].failure_kind == "oom"
     assert records[4].failure_kind == "oom"
@@ -669,6 +677,8 @@ def test_duplicate_of_a_pruned_configuration_is_pruned_without_running(make_stud
     assert records[1].state == "pruned"
     assert records[1].duplicate_of == 0
     assert records[1].reason == f"same configuration as trial 0: {records[0].reason}"
+    first, second = study.optuna.trials
+    assert second.constraints == first.constraints and first.constraints["speed"] > 0
 
 
 def test_failed_configuration_is_tried_again(make_study):

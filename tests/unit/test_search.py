@@ -1,0 +1,324 @@
+"""How a study proposes configurations: the structured start, its combination, stopped trials
+ranked as dominated, and the sampler that does not repeat itself (autotune.study.start,
+autotune.study.search, autotune.study.scoring). No TensorFlow."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.distributions import CategoricalDistribution, IntDistribution
+from optuna.trial import TrialState
+
+from autotune import hardware
+from autotune.config import TrialConfig
+from autotune.exceptions import ConfigError
+from autotune.space import IntRange, SearchSpace, choices, resolve_space
+from autotune.study import Study
+from autotune.study.scoring import MIN_SHORTFALL, speed_shortfall
+from autotune.study.search import FreshProposals, default_sampler
+from autotune.study.start import (
+    COMBINED_KEY,
+    START_KEY,
+    centre_of,
+    combined_config,
+    structured_start,
+)
+from tests.support.demo_study import write_experiment
+from tests.support.fake_trials import BASE_BATCH, SPACE, TOLERANCE, fake_result
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+AMX_CPU = {"gpus": [], "cpu_features": ["amx_bf16", "avx512f"]}
+PLAIN_CPU = {"gpus": [], "cpu_features": ["avx2"]}
+GPU = {"gpus": ["NVIDIA H100"], "cpu_features": []}
+
+
+def config(precision="float32", jit_compile=False, batch_size=BASE_BATCH, **rest) -> TrialConfig:
+    return TrialConfig(batch_size=batch_size, precision=precision, jit_compile=jit_compile, **rest)
+
+
+def described(configs) -> list[str]:
+    return [f"{c.precision} {'xla' if c.jit_compile else '-'} {c.batch_size}" for c in configs]
+
+
+# --------------------------------------------------------------------------------------------
+# The structured start's probes
+# --------------------------------------------------------------------------------------------
+
+
+def test_start_probes_one_factor_at_a_time_then_the_checklist() -> None:
+    start = structured_start(SPACE, BASE_BATCH, AMX_CPU)
+
+    assert described(start) == [
+        "mixed_bfloat16 - 32",  # each other precision at the base batch size
+        "mixed_float16 - 32",
+        "float32 xla 32",  # XLA on
+        "float32 - 64",  # batch x2, x4
+        "float32 - 128",
+        "mixed_bfloat16 xla 64",  # the checklist configuration for an AMX CPU
+    ]
+    assert TrialConfig.baseline(BASE_BATCH) not in start  # measured as the baseline already
+
+
+def test_start_checklist_follows_the_hardware_and_is_not_repeated() -> None:
+    plain = structured_start(SPACE, BASE_BATCH, PLAIN_CPU)
+    gpu = structured_start(SPACE, BASE_BATCH, GPU)
+
+    assert described(plain)[-1] == "float32 xla 64"
+    assert described(gpu)[-1] == "mixed_float16 xla 64"
+    assert len(set(plain)) == len(plain)
+
+
+def test_start_moves_probes_into_the_space_and_leaves_out_what_it_cannot_express() -> None:
+    space = SearchSpace(
+        "narrow",
+        {
+            "precision": choices("float32", "mixed_bfloat16"),
+            "batch_size": IntRange(64, 200, 8),
+            "prefetch": choices(1, 2),
+        },
+    )
+
+    start = structured_start(space, BASE_BATCH, GPU)
+
+    # The centre is the baseline moved into the space (batch 32 -> 64, prefetch -> 1).
+    assert centre_of(space, BASE_BATCH) == config(batch_size=64, prefetch=1)
+    assert start[0] == config(batch_size=64, prefetch=1)
+    # XLA is not searched (stays off); x4 of 32 is 128; mixed_float16 is not in the space, so
+    # the GPU checklist keeps float32; its batch 64 and prefetch 'autotune' snap to the space.
+    assert described(start) == ["float32 - 64", "mixed_bfloat16 - 64", "float32 - 128"]
+    assert all(c.prefetch == 1 for c in start)
+
+
+def test_every_start_configuration_is_in_its_space() -> None:
+    for name in ("quick", "cpu", "gpu", "input"):
+        space = resolve_space(name)
+        for base in (16, 32, 100):
+            for probe in structured_start(space, base, AMX_CPU):
+                values = probe.to_dict()
+                for key, parameter in space.parameters.items():
+                    if isinstance(parameter, IntRange):
+                        assert parameter.low <= values[key] <= parameter.high, (name, key)
+                        assert values[key] % parameter.multiple_of == 0, (name, key)
+                    else:
+                        assert values[key] in parameter.values, (name, key, values[key])
+
+
+# --------------------------------------------------------------------------------------------
+# The combination of the probes that helped
+# --------------------------------------------------------------------------------------------
+
+CENTRE = config()
+
+
+def test_combination_takes_each_factors_fastest_feasible_probe() -> None:
+    measured = [
+        (config("mixed_bfloat16"), 1100.0, 0.2),
+        (config("mixed_float16"), 900.0, 0.1),  # slower than the centre
+        (config(jit_compile=True), 950.0, 0.0),  # slower
+        (config(batch_size=64), 1500.0, 0.5),
+        (config(batch_size=128), 2500.0, 2.0),  # fastest, but over the tolerance
+        (config("mixed_bfloat16", True, 64), 3000.0, 0.1),  # two factors: not a probe
+    ]
+
+    combined = combined_config(CENTRE, 1000.0, measured, TOLERANCE)
+
+    assert combined == config("mixed_bfloat16", False, 64)
+
+
+def test_no_combination_with_fewer_than_two_improved_factors() -> None:
+    one = [(config(batch_size=64), 1500.0, 0.5), (config(jit_compile=True), 900.0, 0.0)]
+    other_pipeline = [
+        (config("mixed_bfloat16", prefetch=2), 1100.0, 0.0),  # also changes the pipeline
+        (config(batch_size=64), 1500.0, 0.5),
+    ]
+
+    assert combined_config(CENTRE, 1000.0, one, TOLERANCE) is None
+    assert combined_config(CENTRE, 1000.0, other_pipeline, TOLERANCE) is None
+    assert combined_config(CENTRE, 1000.0, [], TOLERANCE) is None
+
+
+# --------------------------------------------------------------------------------------------
+# The start in a study
+# --------------------------------------------------------------------------------------------
+
+
+class Runner:
+    """The fake world's trials (autotune's tests' fake model), counting calls."""
+
+    def __init__(self) -> None:
+        self.trials: list[TrialConfig] = []
+
+    def __call__(self, reference, config, settings, log_dir):
+        if settings.stop_below_samples_per_second is not None:
+            self.trials.append(config)
+        return fake_result(config, settings)
+
+
+@pytest.fixture
+def experiment_ref(tmp_path: Path) -> str:
+    return write_experiment(tmp_path)
+
+
+def make(tmp_path: Path, reference: str, runner, **kwargs) -> Study:
+    return Study(
+        reference, SPACE, f"sqlite:///{tmp_path / 's.db'}", runner=runner, seed=0, **kwargs
+    )
+
+
+def test_a_new_study_runs_its_start_then_the_combination(
+    tmp_path, experiment_ref, monkeypatch
+) -> None:
+    facts = {**hardware.hardware(), **PLAIN_CPU}
+    monkeypatch.setattr(hardware, "hardware", lambda: facts)  # checklist: float32 xla 64
+    runner = Runner()
+    study = make(tmp_path, experiment_ref, runner)
+    start = [TrialConfig.from_dict(c) for c in study.optuna.user_attrs[START_KEY]]
+
+    study.optimize(n_trials=len(start) + 2)
+
+    assert runner.trials[: len(start)] == start
+    # In the fake world bfloat16, XLA and batch 64 are each faster than the baseline within the
+    # tolerance (batch 128 is faster still, but over it): the combination takes all three.
+    combined = TrialConfig.from_dict(study.optuna.user_attrs[COMBINED_KEY])
+    assert combined == config("mixed_bfloat16", True, 64)
+    assert runner.trials[len(start)] == combined
+    # The stopped float16 probe is ranked as dominated: pruned with a violated constraint.
+    slow = next(t for t in study.optuna.trials if t.params["precision"] == "mixed_float16")
+    assert slow.state == TrialState.PRUNED and slow.constraints["speed"] > 1
+
+
+def test_a_resumed_study_finishes_its_start(tmp_path, experiment_ref) -> None:
+    first = Runner()
+    make(tmp_path, experiment_ref, first).optimize(n_trials=2)
+    second = Runner()
+    study = make(tmp_path, experiment_ref, second)
+
+    study.optimize(n_trials=5)
+
+    start = [TrialConfig.from_dict(c) for c in study.optuna.user_attrs[START_KEY]]
+    assert first.trials == start[:2]
+    assert second.trials == start[2:5]
+
+
+def test_a_random_start_stores_no_probes_and_enqueued_trials_run_first(
+    tmp_path, experiment_ref
+) -> None:
+    runner = Runner()
+    study = make(tmp_path, experiment_ref, runner, start="random")
+    mine = {"precision": "float32", "jit_compile": False, "batch_size": 512}
+    study.optuna.enqueue_trial(mine)
+
+    study.optimize(n_trials=2)
+
+    assert study.optuna.user_attrs[START_KEY] == []
+    assert runner.trials[0] == TrialConfig(**mine)
+
+
+def test_a_caller_enqueued_trial_runs_before_the_start(tmp_path, experiment_ref) -> None:
+    runner = Runner()
+    study = make(tmp_path, experiment_ref, runner)
+    mine = {"precision": "float32", "jit_compile": False, "batch_size": 512}
+    study.optuna.enqueue_trial(mine)
+
+    study.optimize(n_trials=2)
+
+    start = [TrialConfig.from_dict(c) for c in study.optuna.user_attrs[START_KEY]]
+    assert runner.trials == [TrialConfig(**mine), start[0]]
+
+
+def test_an_unknown_start_is_refused(tmp_path, experiment_ref) -> None:
+    with pytest.raises(ConfigError, match=r"start.*'structured', 'random'.*'grid'"):
+        make(tmp_path, experiment_ref, Runner(), start="grid")
+
+
+# --------------------------------------------------------------------------------------------
+# Stopped trials, to the sampler
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("throughput", "expected"),
+    [(500.0, 1.0), (10.0, 99.0), (999.9, MIN_SHORTFALL), (2000.0, MIN_SHORTFALL), (0.0, 1e6)],
+)
+def test_speed_shortfall_is_always_violated_and_grows_with_slowness(throughput, expected):
+    assert speed_shortfall(throughput, 1000.0) == pytest.approx(expected, rel=1e-3)
+
+
+# --------------------------------------------------------------------------------------------
+# FreshProposals: no configuration proposed twice
+# --------------------------------------------------------------------------------------------
+
+
+class Favourite(optuna.samplers.BaseSampler):
+    """A sampler that always proposes the same configuration."""
+
+    def infer_relative_search_space(self, study, trial):
+        return {
+            "precision": CategoricalDistribution(["float32", "mixed_bfloat16"]),
+            "batch_size": IntDistribution(16, 64, step=16),
+        }
+
+    def sample_relative(self, study, trial, search_space):
+        return {"precision": "float32", "batch_size": 32}
+
+    def sample_independent(self, study, trial, name, distribution):
+        raise AssertionError("every parameter is sampled relative")
+
+
+def run_favourite(trials: int, seed: int = 0) -> list[tuple]:
+    study = optuna.create_study(sampler=FreshProposals(Favourite(), seed))
+
+    def objective(trial):
+        trial.suggest_categorical("precision", ["float32", "mixed_bfloat16"])
+        trial.suggest_int("batch_size", 16, 64, step=16)
+        return 0.0
+
+    study.optimize(objective, n_trials=trials)
+    return [(t.params["precision"], t.params["batch_size"]) for t in study.trials]
+
+
+def test_a_repeated_proposal_becomes_an_untried_neighbour_then_anything_untried() -> None:
+    proposed = run_favourite(8)
+
+    assert proposed[0] == ("float32", 32)
+    # Neighbours one step away first: the other precision, batch 16 and 48 ...
+    assert set(proposed[1:4]) == {("mixed_bfloat16", 32), ("float32", 16), ("float32", 48)}
+    # ... then the rest of the space, until every one of its 8 configurations is tried.
+    assert len(set(proposed)) == 8
+
+
+def test_a_space_with_nothing_untried_gets_the_proposal_as_it_is() -> None:
+    proposed = run_favourite(9)
+
+    assert len(set(proposed)) == 8
+    assert proposed[8] == ("float32", 32)
+
+
+def test_untried_draws_depend_on_the_seed_only() -> None:
+    assert run_favourite(6, seed=1) == run_favourite(6, seed=1)
+    assert any(run_favourite(6, seed=s) != run_favourite(6, seed=1) for s in range(2, 6))
+
+
+def test_the_default_sampler_is_tpe_behind_fresh_proposals() -> None:
+    sampler = default_sampler(3)
+
+    assert isinstance(sampler, FreshProposals)
+    assert isinstance(sampler.sampler, optuna.samplers.TPESampler)
+
+
+def test_a_study_of_a_tiny_space_measures_each_configuration_once(tmp_path, experiment_ref) -> None:
+    runner = Runner()
+    space = SearchSpace(
+        "tiny", {"precision": choices("float32", "mixed_bfloat16"), "batch_size": choices(32, 64)}
+    )
+    study = Study(experiment_ref, space, f"sqlite:///{tmp_path / 's.db'}", runner=runner, seed=0)
+
+    study.optimize(n_trials=10)
+
+    keys = [json.dumps(c.to_dict(), sort_keys=True) for c in runner.trials]
+    assert len(keys) == len(set(keys)) == 3  # the whole space but the baseline itself
+    assert study.finished_count() == 3  # then the study stops: nothing left to measure
