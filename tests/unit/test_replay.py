@@ -1,0 +1,197 @@
+"""Replaying searches against a measured grid (autotune.replay), and what the replay proves about
+the study's search: stopped trials steer the sampler away, not towards. No TensorFlow."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import autotune.study.scoring as scoring
+from autotune.config import RunSettings, TrialConfig
+from autotune.exceptions import ConfigError, TrialFailure
+from autotune.replay import (
+    Grid,
+    GridEntry,
+    TableRunner,
+    hypervolume,
+    hypervolume_fraction,
+    replay,
+    seconds_to,
+    trials_to_target,
+)
+from tests.support.demo_study import write_experiment
+from tests.support.replay_grid import (
+    MEASURED_SECONDS,
+    STOPPED_SECONDS,
+    feasible,
+    slow,
+    slow_third_grid,
+)
+
+BUDGET = 20
+SEEDS = range(5)
+
+
+@pytest.fixture(scope="module")
+def grid() -> Grid:
+    return slow_third_grid()
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> str:
+    return write_experiment(tmp_path_factory.mktemp("experiment"))
+
+
+# --------------------------------------------------------------------------------------------
+# Hypervolume and the grid's own scores
+# --------------------------------------------------------------------------------------------
+
+
+def test_hypervolume_of_one_point_is_its_rectangle_beyond_the_reference() -> None:
+    assert hypervolume([(3000.0, 0.5)], (1000.0, 1.5)) == pytest.approx(2000.0)
+
+
+def test_hypervolume_of_a_staircase_counts_each_area_once() -> None:
+    points = [(3000.0, 1.0), (2000.0, 0.5), (2500.0, 1.2)]  # the last is dominated
+
+    # 2000 x 0.5 (the fast point) + 1000 x 0.5 (what the slower, closer one adds).
+    assert hypervolume(points, (1000.0, 1.5)) == pytest.approx(1000.0 + 500.0)
+    assert hypervolume(points, (1000.0, 1.5)) == hypervolume(points[:2], (1000.0, 1.5))
+
+
+def test_points_not_beyond_the_reference_add_nothing() -> None:
+    assert hypervolume([(900.0, 0.1), (3000.0, 1.5), (3000.0, 2.0)], (1000.0, 1.5)) == 0.0
+
+
+def test_the_grid_scores_its_entries_as_the_study_would(grid: Grid) -> None:
+    scores = grid.scores()
+
+    stopped = [e.config for e in grid.entries if e.state == "pruned"]
+    assert all(slow(c) for c in stopped if c.batch_size > 16) and len(stopped) == 12 + 2
+    assert len(scores) == 36 - len(stopped) - 1  # and not the baseline's own configuration
+    feasible_keys = {k for k, (_, f) in scores.items() if f <= 1.5}
+    assert feasible_keys == {
+        json.dumps(e.config.to_dict(), sort_keys=True) for e in grid.entries if feasible(e.config)
+    }
+    assert grid.best_feasible(1.5) == pytest.approx(32000.0)  # bfloat16, batch 512
+
+
+# --------------------------------------------------------------------------------------------
+# The grid file and the table runner
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_grid_file_round_trips(grid: Grid, tmp_path: Path) -> None:
+    path = tmp_path / "grid.json"
+    path.write_text(json.dumps(grid.to_dict()), encoding="utf-8")
+
+    again = Grid.load(path)
+
+    assert again.space.to_dict() == grid.space.to_dict()
+    assert again.scores() == grid.scores()
+    assert [e.config for e in again.entries] == [e.config for e in grid.entries]
+    assert [e.state for e in again.entries] == [e.state for e in grid.entries]
+
+
+def test_a_bad_grid_file_names_the_file_and_the_problem(tmp_path: Path) -> None:
+    missing = tmp_path / "none.json"
+    broken = tmp_path / "broken.json"
+    broken.write_text("{", encoding="utf-8")
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"schema": "something/9"}), encoding="utf-8")
+
+    with pytest.raises(ConfigError, match="none.json.*does not exist"):
+        Grid.load(missing)
+    with pytest.raises(ConfigError, match="broken.json.*not valid JSON"):
+        Grid.load(broken)
+    with pytest.raises(ConfigError, match=r"other.json: schema must be .*something/9"):
+        Grid.load(other)
+
+
+def test_the_table_runner_answers_baseline_seeds_trials_and_failures(grid: Grid) -> None:
+    runner = TableRunner(grid)
+    baseline = grid.baseline_config
+    bf16 = TrialConfig(batch_size=128, precision="mixed_bfloat16")
+    trial = RunSettings(seed=0, stop_below_samples_per_second=900.0)
+
+    seed_1 = runner("fake", baseline, RunSettings(seed=1, measure_throughput=False), None)
+    measured = runner("fake", bf16, trial, None)
+
+    assert seed_1.curve[0].val_loss == pytest.approx(
+        grid.baseline["runs"]["1"]["curve"][0]["val_loss"]
+    )
+    assert measured == grid.entry(bf16).result
+    assert runner.calls == [(bf16, MEASURED_SECONDS)]  # baseline runs are not trials
+    failing = Grid(
+        grid.experiment,
+        grid.space,
+        grid.baseline,
+        (GridEntry(bf16, "failed", 3.0, failure={"kind": "oom", "message": "no memory"}),),
+    )
+    with pytest.raises(TrialFailure, match="no memory"):
+        TableRunner(failing)("fake", bf16, trial, None)
+    with pytest.raises(ConfigError, match="has no bs=16"):
+        TableRunner(failing)("fake", TrialConfig(batch_size=16), trial, None)
+
+
+# --------------------------------------------------------------------------------------------
+# Replays
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_replay_costs_what_the_trials_cost_live(grid: Grid, reference: str) -> None:
+    trials = replay(grid, "random", 0, 8, reference=reference)
+
+    assert len(trials) == 8
+    for trial in trials:
+        live = STOPPED_SECONDS if trial.row.state == "pruned" else MEASURED_SECONDS
+        assert trial.measured
+        assert live <= trial.cost_seconds < live + 2.0  # + the tuner's own time
+    assert seconds_to(trials, 3) == pytest.approx(sum(t.cost_seconds for t in trials[:3]))
+
+
+def test_a_replay_is_the_same_for_the_same_seed(grid: Grid, reference: str) -> None:
+    first = replay(grid, "autotune", 3, 10, reference=reference)
+    again = replay(grid, "autotune", 3, 10, reference=reference)
+
+    assert [t.row.config for t in first] == [t.row.config for t in again]
+
+
+def test_reaching_the_target_needs_a_feasible_trial_that_fast(grid: Grid, reference: str) -> None:
+    trials = replay(grid, "autotune", 0, BUDGET, reference=reference)
+    reached = trials_to_target(trials, 0.95 * grid.best_feasible(1.5))
+
+    assert reached is not None
+    hit = trials[reached - 1].row
+    assert feasible(hit.config) and hit.config.batch_size == 512
+    assert not any(
+        t.row.config.batch_size == 512 and feasible(t.row.config) for t in trials[: reached - 1]
+    )
+    assert hypervolume_fraction(trials, grid, BUDGET) == pytest.approx(1.0)
+    assert trials_to_target(trials, 1e9) is None
+
+
+def slow_proposals(grid: Grid, reference: str, strategy: str) -> list[int]:
+    return [
+        sum(slow(t.row.config) for t in replay(grid, strategy, seed, BUDGET, reference=reference))
+        for seed in SEEDS
+    ]
+
+
+def test_the_slow_third_stays_rarely_proposed_even_while_nothing_is_feasible(
+    grid: Grid, reference: str, monkeypatch
+) -> None:
+    """A third of the grid is 100x slower and no trial of the structured start is feasible: the
+    stopped float16 probe must steer the sampler away from float16, not towards it."""
+    ours = slow_proposals(grid, reference, "autotune")
+    # The same search with stopped trials pruned as before, without their speed constraint:
+    # Optuna's TPE then ties them with pruned trials, and the tie can be its "good" group.
+    monkeypatch.setattr(
+        scoring, "prune_slower", lambda trial, reason, *_: scoring.prune(trial, reason)
+    )
+    tied = slow_proposals(grid, reference, "autotune")
+
+    assert max(ours) <= 4, ours  # of 20 proposals; random search averages 6.7
+    assert sum(tied) > sum(ours) + len(SEEDS), (tied, ours)
