@@ -23,6 +23,7 @@ from autotune.exceptions import TrialFailure
 from autotune.measure import format_throughput
 from autotune.profile import BREAKDOWN_COMPONENTS, input_verdict
 from autotune.result import RunResult
+from autotune.schema import CURVE_FROM_ATTR
 
 if TYPE_CHECKING:
     from autotune.recipe import Recipe
@@ -234,6 +235,9 @@ def trial_line(row: TrialRow) -> str:
     )
     copy = f" (same as trial {row.duplicate_of})" if row.duplicate_of is not None else ""
     fidelity = f"fidelity {row.fidelity:.2f}" if row.fidelity is not None else ""
+    twin = row.user_attrs.get(CURVE_FROM_ATTR)
+    if twin and row.duplicate_of is None:
+        fidelity += f" (curve of {safe(str(twin))}: same but for the pipeline)"
     symmetric = row.fidelity_symmetric
     if row.fidelity is not None and symmetric is not None and symmetric - row.fidelity >= 0.005:
         fidelity += f" (symmetric {symmetric:.2f}: better in part)"

@@ -72,6 +72,8 @@ FAILURE_ATTR = "failure"
 PRUNED_REASON_ATTR = "pruned_reason"
 #: The number of the earlier trial whose measurement a duplicate configuration reuses.
 DUPLICATE_OF_ATTR = "duplicate_of"
+#: Whose curve a trial was scored with when it differs from it in pipeline settings alone.
+CURVE_FROM_ATTR = "curve_from"
 #: ``{"host", "pid", "started"}`` of the worker process running the trial.
 WORKER_ATTR = "worker"
 #: The trial's log folder.
@@ -344,6 +346,7 @@ __all__ = [
     "BASELINE_SEEDS",
     "CONFIG_ATTR",
     "CONFIRMATION_KEY",
+    "CURVE_FROM_ATTR",
     "DIRECTIONS",
     "DUPLICATE_OF_ATTR",
     "FAILURE_ATTR",

@@ -1,13 +1,36 @@
 """What a trial's outcome is known to be before it runs: a duplicate of a measured configuration,
-or an out-of-memory failure predicted by a smaller batch size that already ran out of memory."""
+an out-of-memory failure predicted by a smaller batch size that already ran out of memory, or its
+validation curve, already trained by a configuration that differs from it in pipeline settings
+alone (:func:`learning_twin`)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.config import TrialConfig
-from autotune.schema import CONFIG_ATTR, FAILURE_ATTR
+from autotune.schema import BASELINE_KEY, BASELINE_SEEDS, CONFIG_ATTR, FAILURE_ATTR, RESULT_ATTR
+
+#: Settings that change how fast examples arrive, never which ones or in what order: the map is
+#: deterministic at any parallelism and prefetch only buffers (:mod:`autotune.trial.pipeline`).
+#: Two configurations that differ in these alone learn the same curve, so it is trained once.
+PIPELINE_ONLY = ("prefetch", "num_parallel_calls")
+
+
+@dataclass(frozen=True)
+class CurveTwin:
+    """A stored curve (``[{"samples", "val_loss"}, ...]``) of the same learning settings and
+    where it comes from ("trial 4", "the baseline (seed 0)")."""
+
+    source: str
+    curve: list[dict[str, Any]]
+
+
+def _learning(config: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in config.items() if k not in PIPELINE_ONLY}
 
 
 def measured_duplicate(study: optuna.Study, number: int, config: TrialConfig) -> FrozenTrial | None:
@@ -37,6 +60,23 @@ def out_of_memory_at_most(study: optuna.Study, config: TrialConfig) -> FrozenTri
     return None
 
 
+def learning_twin(study: optuna.Study, number: int, config: TrialConfig) -> CurveTwin | None:
+    """The baseline's seed-0 curve, or a complete trial's other than ``number``, trained with
+    ``config``'s learning settings (every setting but :data:`PIPELINE_ONLY`) and the trials'
+    seed; None when there is none. A trial then skips its own curve and is scored with this."""
+    wanted = _learning(config.to_dict())
+    baseline = study.user_attrs.get(BASELINE_KEY) or {}
+    seed_0 = (baseline.get("runs") or {}).get(str(BASELINE_SEEDS[0])) or {}
+    if baseline.get("config") and _learning(baseline["config"]) == wanted and seed_0.get("curve"):
+        return CurveTwin(f"the baseline (seed {BASELINE_SEEDS[0]})", seed_0["curve"])
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        other = trial.user_attrs.get(CONFIG_ATTR)
+        curve = (trial.user_attrs.get(RESULT_ATTR) or {}).get("curve")
+        if trial.number != number and other and curve and _learning(other) == wanted:
+            return CurveTwin(f"trial {trial.number}", curve)
+    return None
+
+
 def predicted_oom_reason(trial: FrozenTrial) -> str:
     """Why a configuration is pruned without running, given the trial that ran out of memory."""
     return (
@@ -45,4 +85,11 @@ def predicted_oom_reason(trial: FrozenTrial) -> str:
     )
 
 
-__all__ = ["measured_duplicate", "out_of_memory_at_most", "predicted_oom_reason"]
+__all__ = [
+    "PIPELINE_ONLY",
+    "CurveTwin",
+    "learning_twin",
+    "measured_duplicate",
+    "out_of_memory_at_most",
+    "predicted_oom_reason",
+]

@@ -13,6 +13,7 @@ state. No TensorFlow here.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -21,8 +22,9 @@ from optuna.trial import FrozenTrial, TrialState
 
 from autotune.exceptions import TrialFailure
 from autotune.fidelity import NoiseFloor, fidelity_distance
-from autotune.result import RunResult
+from autotune.result import CurvePoint, RunResult
 from autotune.schema import (
+    CURVE_FROM_ATTR,
     DUPLICATE_OF_ATTR,
     FIDELITY_ATTR,
     FIDELITY_SYMMETRIC_ATTR,
@@ -31,6 +33,7 @@ from autotune.schema import (
     THROUGHPUT_ATTR,
 )
 from autotune.study.optuna_tools import copy_constraints, set_constraints
+from autotune.study.prediction import CurveTwin
 
 #: The constraint of a trial stopped as slower than the baseline (:func:`speed_shortfall`).
 SPEED_CONSTRAINT = "speed"
@@ -71,6 +74,18 @@ def prune_predicted_oom(trial: optuna.Trial, reason: str) -> NoReturn:
     constraint."""
     set_constraints(trial, {"memory": PREDICTED_OOM_VIOLATION})
     prune(trial, reason)
+
+
+def with_twin_curve(trial: optuna.Trial, result: RunResult, twin: CurveTwin | None) -> RunResult:
+    """``result`` with ``twin``'s curve (its configuration differs in pipeline settings alone,
+    so it learns the same curve; see :func:`autotune.study.prediction.learning_twin`), the
+    source stored as :data:`~autotune.schema.CURVE_FROM_ATTR`; ``result`` itself without a twin
+    or when it stopped before its curve."""
+    if twin is None or result.stopped_early is not None or result.throughput is None:
+        return result
+    trial.set_user_attr(CURVE_FROM_ATTR, twin.source)
+    curve = [CurvePoint(int(p["samples"]), float(p["val_loss"])) for p in twin.curve]
+    return dataclasses.replace(result, curve=curve)
 
 
 def compact(result: RunResult) -> dict[str, Any]:
@@ -125,4 +140,5 @@ __all__ = [
     "reuse",
     "score_fidelity",
     "speed_shortfall",
+    "with_twin_curve",
 ]

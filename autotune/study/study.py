@@ -272,18 +272,20 @@ class Study:
         oom = prediction.out_of_memory_at_most(self.optuna, config)
         if oom is not None:
             scoring.prune_predicted_oom(trial, prediction.predicted_oom_reason(oom))
-        result = self._measure(trial, config)
-        return self._score(trial, result)
+        twin = prediction.learning_twin(self.optuna, trial.number, config)
+        result = self._measure(trial, config, curve=twin is None)
+        return self._score(trial, scoring.with_twin_curve(trial, result, twin))
 
-    def _measure(self, trial: optuna.Trial, config: TrialConfig) -> RunResult:
-        """Runs the trial with the early stop at the baseline's lower bound; records a failure
-        with its kind before it propagates."""
+    def _measure(self, trial: optuna.Trial, config: TrialConfig, curve: bool) -> RunResult:
+        """Runs the trial with the early stop at the baseline's lower bound (and its curve if
+        ``curve``); records a failure with its kind before it propagates."""
         baseline_throughput = baseline.reference(self.optuna)[0]
         log_dir = self.log_root / f"trial_{trial.number}"
         settings = self.settings.replace(
             seed=BASELINE_SEEDS[0],
             stop_below_samples_per_second=baseline_throughput.low,
             profile_dir=self._profile_dir(log_dir),
+            curve=self.settings.curve and curve,
         )
         trial.set_user_attr(LOG_DIR_ATTR, str(log_dir))
         try:

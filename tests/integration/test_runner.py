@@ -180,6 +180,21 @@ def test_same_seed_and_config_give_an_identical_curve(
     assert _curve(other_seed) != _curve(float32_result)
 
 
+def test_pipeline_settings_do_not_change_the_curve(
+    tiny_ref: Callable[..., str], settings: RunSettings, float32_result: RunResult
+) -> None:
+    """The study trains one curve per learning configuration and scores pipeline-only twins
+    with it (autotune.study.prediction.learning_twin): prefetch and map parallelism must not
+    change what the model learns."""
+    for prefetch, parallel in ((0, 1), (2, 4), (1, "autotune")):
+        config = TrialConfig(batch_size=32, prefetch=prefetch, num_parallel_calls=parallel)
+        twin = _run(tiny_ref(), config, settings.replace(measure_throughput=False))
+        samples, losses = zip(*_curve(twin), strict=True)
+        base_samples, base_losses = zip(*_curve(float32_result), strict=True)
+        assert samples == base_samples
+        assert losses == pytest.approx(base_losses, rel=1e-6), (prefetch, parallel)
+
+
 def test_curve_without_throughput(
     tiny_ref: Callable[..., str], settings: RunSettings, float32_result: RunResult
 ) -> None:

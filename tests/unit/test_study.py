@@ -34,6 +34,7 @@ import autotune
 import autotune.study.recovery
 from autotune.cli import error_message
 from autotune.config import RunSettings, TrialConfig
+from autotune.display import trial_line
 from autotune.exceptions import ConfigError, TrialFailure
 from autotune.fidelity import MIN_NOISE_FLOOR
 from autotune.log_folders import default_log_root
@@ -42,6 +43,7 @@ from autotune.result import RunResult
 from autotune.schema import (
     BASELINE_KEY,
     CONFIRMATION_KEY,
+    CURVE_FROM_ATTR,
     IDENTITY_KEY,
     INFO_KEY,
     MISMATCHES_KEY,
@@ -679,6 +681,71 @@ def test_duplicate_of_a_pruned_configuration_is_pruned_without_running(make_stud
     assert records[1].reason == f"same configuration as trial 0: {records[0].reason}"
     first, second = study.optuna.trials
     assert second.constraints == first.constraints and first.constraints["speed"] > 0
+
+
+PIPELINE_SPACE = SearchSpace(
+    "pipeline",
+    {
+        "batch_size": choices(32, 64),
+        "prefetch": choices("autotune", 2),
+        "num_parallel_calls": choices("autotune", 1),
+        "shuffle_buffer": choices(1024, 256),
+    },
+)
+
+
+def pipeline_params(batch_size=64, prefetch="autotune", parallel="autotune", shuffle=1024):
+    return {
+        "batch_size": batch_size,
+        "prefetch": prefetch,
+        "num_parallel_calls": parallel,
+        "shuffle_buffer": shuffle,
+    }
+
+
+def test_a_pipeline_only_twin_reuses_the_curve_instead_of_training_it(make_study):
+    runner = FakeRunner()
+    study = make_study(runner, space=PIPELINE_SPACE)
+    first, twin = pipeline_params(), pipeline_params(prefetch=2, parallel=1)
+    enqueue(study, first, twin)
+
+    study.optimize(n_trials=2)
+
+    assert [c.settings.curve for c in runner.trial_calls] == [True, False]
+    records = study.records()
+    assert records[1].duplicate_of is None  # measured: its own throughput
+    assert records[1].fidelity == pytest.approx(records[0].fidelity)
+    assert records[1].fidelity_symmetric == pytest.approx(records[0].fidelity_symmetric)
+    assert records[1].curve == records[0].curve
+    assert records[1].user_attrs[CURVE_FROM_ATTR] == "trial 0"
+    assert "curve of trial 0: same but for the pipeline" in trial_line(records[1])
+    assert CURVE_FROM_ATTR not in records[0].user_attrs
+
+
+def test_a_pipeline_only_twin_of_the_baseline_scores_its_curve(make_study):
+    runner = FakeRunner()
+    study = make_study(runner, space=PIPELINE_SPACE)
+    enqueue(study, pipeline_params(batch_size=BASE_BATCH, parallel=1))
+
+    study.optimize(n_trials=1)
+
+    (record,) = study.records()
+    assert [c.settings.curve for c in runner.trial_calls] == [False]
+    assert record.fidelity == 0.0  # the baseline's own seed-0 curve
+    assert record.user_attrs[CURVE_FROM_ATTR] == "the baseline (seed 0)"
+
+
+def test_a_different_shuffle_buffer_or_batch_size_trains_its_own_curve(make_study):
+    runner = FakeRunner()
+    study = make_study(runner, space=PIPELINE_SPACE)
+    enqueue(
+        study, pipeline_params(), pipeline_params(shuffle=256), pipeline_params(32, shuffle=256)
+    )
+
+    study.optimize(n_trials=3)
+
+    assert [c.settings.curve for c in runner.trial_calls] == [True, True, True]
+    assert all(CURVE_FROM_ATTR not in r.user_attrs for r in study.records())
 
 
 def test_failed_configuration_is_tried_again(make_study):
