@@ -17,6 +17,7 @@ from autotune.cli_options import (
     EXPERIMENT_ARGUMENT,
     MAX_FIDELITY_OPTION,
     PLOTLY_JS_OPTION,
+    START_OPTION,
     STORAGE_OPTION,
     STUDY_OPTION,
     seed_option,
@@ -185,6 +186,7 @@ def _quiet_optuna() -> None:
     help="Largest fidelity distance accepted, in units of the seed noise floor.",
 )
 @seed_option("Sampler seed.")
+@START_OPTION
 @click.option(
     "--allow-mismatch",
     is_flag=True,
@@ -230,6 +232,7 @@ def run(
     timeout: float | None,
     tolerance: float,
     seed: int,
+    start: str,
     allow_mismatch: bool,
     profile: str,
     confirm_top: int,
@@ -266,6 +269,7 @@ def run(
         study_name,
         tolerance=tolerance,
         seed=seed,
+        start=start,
         allow_mismatch=allow_mismatch,
         profile_mode=profile,
     )

@@ -49,6 +49,15 @@ STUDY_OPTION = click.option(
     default=None,
     help="Study name (default for run: <experiment>-<space>; otherwise the storage's only study).",
 )
+START_OPTION = click.option(
+    "--start",
+    type=click.Choice(["structured", "random"]),
+    default="structured",
+    show_default=True,
+    help="How a new study begins: the baseline's one-factor neighbours, the checklist "
+    "configuration and their combination (structured), or the sampler's own draws (random). "
+    "A stored study keeps its start.",
+)
 PLOTLY_JS_OPTION = click.option(
     "--plotly-js",
     type=click.Choice(PLOTLY_JS),
@@ -62,6 +71,7 @@ __all__ = [
     "EXPERIMENT_ARGUMENT",
     "MAX_FIDELITY_OPTION",
     "PLOTLY_JS_OPTION",
+    "START_OPTION",
     "STORAGE_OPTION",
     "STUDY_OPTION",
     "seed_option",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import optuna
 import pytest
 from click.testing import CliRunner
 
@@ -100,3 +101,24 @@ def test_status_stays_readable_at_80_columns(confirmed: DemoStudy) -> None:
     assert "profile log dir" not in stdout  # only on wide terminals
     wide, _ = invoke("status", "--storage", confirmed.storage, columns=200)
     assert "profile log dir" in wide
+
+
+@pytest.mark.parametrize(("start", "probes"), [("structured", True), ("random", False)])
+def test_run_start_option_chooses_how_a_new_study_begins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: str, probes: bool
+) -> None:
+    monkeypatch.setattr(autotune.study.study, "isolated_runner", fake_runner)
+    monkeypatch.chdir(tmp_path)
+    reference = write_experiment(tmp_path)
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+
+    invoke(
+        "run", reference, "--space", "quick", "--trials", "2", "--storage", storage,
+        "--profile", "off", "--confirm-top", "0", "--start", start,
+    )  # fmt: skip
+
+    stored = optuna.load_study(study_name="fake-quick", storage=storage)
+    configs = stored.user_attrs["autotune_start"]
+    assert bool(configs) is probes
+    if probes:  # the first trials are the first probes, in order
+        assert [t.user_attrs["config"] for t in stored.trials] == configs[:2]
