@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from autotune.config import LIMITS
+from autotune.config import LIMITS, is_positive_finite
 from autotune.exceptions import ConfigError
 from autotune.storage import STUDY_NAME
 
@@ -67,4 +67,27 @@ def check_log_root(path: Path, argument: str = "log_root") -> Path:
     return path
 
 
-__all__ = ["MAX_SEED", "MAX_STUDY_NAME", "check_log_root", "check_seed", "check_study_name"]
+def check_budget(n_trials: object, timeout: object) -> None:
+    """Raises ConfigError unless ``n_trials`` (an integer >= 0) or ``timeout`` (seconds > 0) is
+    given and valid: otherwise a study would never end."""
+    if n_trials is not None and (
+        not isinstance(n_trials, int) or isinstance(n_trials, bool) or n_trials < 0
+    ):
+        raise ConfigError(f"n_trials must be an integer >= 0. Received: n_trials={n_trials!r}")
+    if timeout is not None and not is_positive_finite(timeout):
+        raise ConfigError(
+            f"must be a finite number of seconds > 0 or None. Received: {timeout!r}",
+            argument="timeout",
+        )
+    if n_trials is None and timeout is None:
+        raise ConfigError("give n_trials or timeout (or both); otherwise the study never ends")
+
+
+__all__ = [
+    "MAX_SEED",
+    "MAX_STUDY_NAME",
+    "check_budget",
+    "check_log_root",
+    "check_seed",
+    "check_study_name",
+]

@@ -61,10 +61,11 @@ from autotune.study import (
     identity,
     prediction,
     recovery,
+    run_lock,
     scoring,
     search,
 )
-from autotune.study.checks import check_log_root, check_seed, check_study_name
+from autotune.study.checks import check_budget, check_log_root, check_seed, check_study_name
 from autotune.study.optuna_tools import set_constraints
 from autotune.study.profiling import ProfileListener, profile_front
 from autotune.study.start import (
@@ -334,21 +335,17 @@ class Study:
 
         Running it again with the same ``n_trials`` completes the remainder: completed trials
         are kept, configurations already measured are not re-run, and a trial interrupted by a
-        crash of this process is failed and retried once with the same parameters.
+        crash of this process is failed and retried once with the same parameters. Another
+        process running trials on the same SQLite study is refused (:mod:`~.run_lock`).
         """
-        if n_trials is not None and (not isinstance(n_trials, int) or n_trials < 0):
-            raise ConfigError(f"n_trials must be an integer >= 0. Received: n_trials={n_trials!r}")
-        if timeout is not None and not is_positive_finite(timeout):
-            raise ConfigError(
-                f"must be a finite number of seconds > 0 or None. Received: {timeout!r}",
-                argument="timeout",
-            )
-        if n_trials is None and timeout is None:
-            raise ConfigError("give n_trials or timeout (or both); otherwise the study never ends")
+        check_budget(n_trials, timeout)
         if self.read_only:  # opened to read; adding trials needs the same identity
             self.read_only = False
             self._identity(allow_mismatch=False, is_new=False)
-        started = time.monotonic()
+        with run_lock.hold(self.storage_url, self.name):
+            self._optimize(n_trials, timeout, time.monotonic())
+
+    def _optimize(self, n_trials: int | None, timeout: float | None, started: float) -> None:
         recovery.fail_orphans(self.optuna, self._storage)
         recovery.retry_interrupted(self.optuna)
         self.ensure_baseline()
@@ -452,18 +449,19 @@ class Study:
         seeds = confirming.check_plan(top, rounds, extra_seeds)
         if top == 0:
             return None
-        self.ensure_baseline()
-        records = self._stored()
-        confirmation = confirming.start(records, top, rounds, seeds)
-        if confirmation.complete:  # done before, or nothing feasible to confirm
-            self.optuna.set_user_attr(CONFIRMATION_KEY, confirmation.to_dict())
-            return confirmation
+        with run_lock.hold(self.storage_url, self.name):
+            self.ensure_baseline()
+            records = self._stored()
+            confirmation = confirming.start(records, top, rounds, seeds)
+            if confirmation.complete:  # done before, or nothing feasible to confirm
+                self.optuna.set_user_attr(CONFIRMATION_KEY, confirmation.to_dict())
+                return confirmation
 
-        def run(config: TrialConfig, settings: RunSettings, folder: Path) -> RunResult:
-            return self.runner(self.reference, config, settings, folder)
+            def run(config: TrialConfig, settings: RunSettings, folder: Path) -> RunResult:
+                return self.runner(self.reference, config, settings, folder)
 
-        confirmer = confirming.Confirmer(self.optuna, records, run, self.log_root, on_progress)
-        return confirmer(confirmation, self.settings)
+            confirmer = confirming.Confirmer(self.optuna, records, run, self.log_root, on_progress)
+            return confirmer(confirmation, self.settings)
 
     # ----------------------------------------------------------------- queries
     def records(self) -> list[TrialRow]:

@@ -1,0 +1,85 @@
+"""One process runs trials on an SQLite study at a time: a second one is refused, not doubled.
+
+Two ``autotune run`` processes on one SQLite file would each run the baseline, seed their
+samplers alike and propose the same configurations in lockstep, and on one host their trials
+would slow each other, so every throughput and the early stop would be wrong, silently. While
+a study runs trials (:meth:`~autotune.study.Study.optimize`, :meth:`~autotune.study.Study.confirm`)
+it holds an exclusive ``flock`` on ``<database>.lock`` beside the database file, with who holds
+it written inside; another process asking for it gets a :class:`StudyError` naming the holder.
+The kernel drops the lock when its process ends, however it ends, so a crashed run never blocks
+the next one. Server storages (PostgreSQL) are shared on purpose and take no lock here. No
+TensorFlow here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import json
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+from autotune.exceptions import ConfigError, StudyError
+from autotune.storage import sqlite_path
+
+
+def lock_file(storage_url: str) -> Path | None:
+    """The lock file of an SQLite storage (None for a server storage)."""
+    database = sqlite_path(storage_url)
+    return None if database is None else database.with_name(database.name + ".lock")
+
+
+def _holder(path: Path) -> str:
+    try:
+        holder = json.loads(path.read_text(encoding="utf-8"))
+        return (
+            f"pid {holder['pid']} on host {holder['host']}, running study "
+            f"{holder['study']!r} since {holder['since']}"
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return "a process that has not said who it is yet"
+
+
+@contextlib.contextmanager
+def hold(storage_url: str, study_name: str) -> Iterator[None]:
+    """Holds the storage's run lock while the block runs trials; raises StudyError at once when
+    another process holds it."""
+    path = lock_file(storage_url)
+    if path is None:
+        yield
+        return
+    try:
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as error:
+        raise ConfigError(
+            f"cannot open the run lock {str(path)!r} beside the database: "
+            f"{error.strerror or error}",
+            argument="storage",
+        ) from error
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise StudyError(
+                f"{storage_url} is in use by {_holder(path)}. An SQLite study runs in one "
+                "process at a time: two would measure the same configurations twice and slow "
+                "each other's trials. Wait for it to finish (or stop it); to share one study "
+                "between several workers, use a PostgreSQL storage (postgresql://...)."
+            ) from None
+        holder = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "study": study_name,
+            "since": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        }
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, json.dumps(holder).encode(), 0)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock
+
+
+__all__ = ["hold", "lock_file"]
