@@ -29,10 +29,14 @@ SETTINGS = (
     "prefetch",
     "num_parallel_calls",
     "shuffle_buffer",
+    "steps_per_execution",
 )
-#: Settings that change no value and no order the model sees: a configuration that differs
-#: from another only in these trains the same curve.
-CURVE_NEUTRAL = ("prefetch", "num_parallel_calls")
+#: Settings that change how fast steps run, never which examples they see or in what order: the
+#: map is deterministic at any parallelism, prefetch only buffers (:mod:`autotune.trial.pipeline`)
+#: and a trial's curve is trained one step per call whatever ``steps_per_execution`` is
+#: (:mod:`autotune.trial.runner`). Configurations that differ in these alone train the same
+#: curve (the study trains it once: :func:`autotune.study.prediction.learning_twin`).
+CURVE_NEUTRAL = ("prefetch", "num_parallel_calls", "steps_per_execution")
 
 
 def changed_settings(config: TrialConfig, baseline: TrialConfig) -> tuple[str, ...]:

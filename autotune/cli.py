@@ -47,7 +47,7 @@ def main() -> None:
     default='{"batch_size": 32}',
     show_default=True,
     help="TrialConfig as JSON, or @file.json. Keys: batch_size, precision, jit_compile, "
-    "prefetch, num_parallel_calls, shuffle_buffer.",
+    "prefetch, num_parallel_calls, shuffle_buffer, steps_per_execution.",
 )
 @seed_option("Seed for weights and data order.")
 @click.option(

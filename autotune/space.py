@@ -50,6 +50,7 @@ PARAMETERS = (
     "prefetch",
     "num_parallel_calls",
     "shuffle_buffer",
+    "steps_per_execution",
 )
 #: Fields of RunSettings a space file may set in [measure].
 MEASURE_KEYS = (
@@ -178,7 +179,9 @@ def _check_value(source: str, name: str, key: str, value: object) -> None:
             raise _fail(
                 source, key, f"'autotune' or an integer >= {minimum} and <= {LIMITS[name]:,}", value
             )
-    elif name in ("batch_size", "shuffle_buffer") and not _in_range(value, 1, LIMITS[name]):
+    elif name in ("batch_size", "shuffle_buffer", "steps_per_execution") and not _in_range(
+        value, 1, LIMITS[name]
+    ):
         raise _fail(source, key, f"an integer >= 1 and <= {LIMITS[name]:,}", value)
 
 
@@ -201,7 +204,13 @@ def _validate_parameter(source: str, key: str, parameter: object) -> None:
         for index, value in enumerate(parameter.values):
             _check_value(source, key, f"{where}[{index}]", value)
     elif isinstance(parameter, IntRange):
-        if key not in ("batch_size", "shuffle_buffer", "prefetch", "num_parallel_calls"):
+        if key not in (
+            "batch_size",
+            "shuffle_buffer",
+            "prefetch",
+            "num_parallel_calls",
+            "steps_per_execution",
+        ):
             raise _fail(
                 source,
                 where,

@@ -62,6 +62,7 @@ _FIELDS = (
     ("prefetch", "prefetch", "batches tf.data prefetches: 'autotune' or a count"),
     ("num_parallel_calls", "parallel calls", "parallel calls of the preprocessing map"),
     ("shuffle_buffer", "shuffle buffer", "examples in the shuffle buffer"),
+    ("steps_per_execution", "steps per execution", "training steps per call (model.compile)"),
 )
 _METRICS = (
     (THROUGHPUT_TAG, "throughput (samples/s)", "median training samples/s (maximised)"),

@@ -11,13 +11,9 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from autotune.attribution import same_curve
 from autotune.config import TrialConfig
 from autotune.schema import BASELINE_KEY, BASELINE_SEEDS, CONFIG_ATTR, FAILURE_ATTR, RESULT_ATTR
-
-#: Settings that change how fast examples arrive, never which ones or in what order: the map is
-#: deterministic at any parallelism and prefetch only buffers (:mod:`autotune.trial.pipeline`).
-#: Two configurations that differ in these alone learn the same curve, so it is trained once.
-PIPELINE_ONLY = ("prefetch", "num_parallel_calls")
 
 
 @dataclass(frozen=True)
@@ -29,8 +25,10 @@ class CurveTwin:
     curve: list[dict[str, Any]]
 
 
-def _learning(config: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in config.items() if k not in PIPELINE_ONLY}
+def stored_config(data: dict[str, Any]) -> dict[str, Any]:
+    """A stored configuration with every field (one stored before a field existed has its
+    default), so stored configurations compare equal whenever they configure the same."""
+    return TrialConfig.from_dict(data, "stored trial config").to_dict()
 
 
 def measured_duplicate(study: optuna.Study, number: int, config: TrialConfig) -> FrozenTrial | None:
@@ -38,7 +36,8 @@ def measured_duplicate(study: optuna.Study, number: int, config: TrialConfig) ->
     ``config``: trial ``number`` duplicates it and reuses its measurement."""
     wanted = config.to_dict()
     for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
-        if trial.number != number and trial.user_attrs.get(CONFIG_ATTR) == wanted:
+        stored = trial.user_attrs.get(CONFIG_ATTR)
+        if trial.number != number and stored and stored_config(stored) == wanted:
             return trial
     return None
 
@@ -62,17 +61,27 @@ def out_of_memory_at_most(study: optuna.Study, config: TrialConfig) -> FrozenTri
 
 def learning_twin(study: optuna.Study, number: int, config: TrialConfig) -> CurveTwin | None:
     """The baseline's seed-0 curve, or a complete trial's other than ``number``, trained with
-    ``config``'s learning settings (every setting but :data:`PIPELINE_ONLY`) and the trials'
-    seed; None when there is none. A trial then skips its own curve and is scored with this."""
-    wanted = _learning(config.to_dict())
+    the trials' seed and settings that train the same curve as ``config``'s (they differ only in
+    :data:`autotune.attribution.CURVE_NEUTRAL` ones); None when there is none. A trial then skips
+    its own curve and is scored with this."""
     baseline = study.user_attrs.get(BASELINE_KEY) or {}
     seed_0 = (baseline.get("runs") or {}).get(str(BASELINE_SEEDS[0])) or {}
-    if baseline.get("config") and _learning(baseline["config"]) == wanted and seed_0.get("curve"):
+    baseline_config = baseline.get("config")
+    if (
+        baseline_config
+        and seed_0.get("curve")
+        and same_curve(TrialConfig.from_dict(baseline_config), config)
+    ):
         return CurveTwin(f"the baseline (seed {BASELINE_SEEDS[0]})", seed_0["curve"])
     for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
         other = trial.user_attrs.get(CONFIG_ATTR)
         curve = (trial.user_attrs.get(RESULT_ATTR) or {}).get("curve")
-        if trial.number != number and other and curve and _learning(other) == wanted:
+        if (
+            trial.number != number
+            and other
+            and curve
+            and same_curve(TrialConfig.from_dict(other), config)
+        ):
             return CurveTwin(f"trial {trial.number}", curve)
     return None
 
@@ -86,10 +95,10 @@ def predicted_oom_reason(trial: FrozenTrial) -> str:
 
 
 __all__ = [
-    "PIPELINE_ONLY",
     "CurveTwin",
     "learning_twin",
     "measured_duplicate",
     "out_of_memory_at_most",
     "predicted_oom_reason",
+    "stored_config",
 ]

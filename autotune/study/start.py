@@ -3,11 +3,11 @@
 A study's first trials are not random draws but the probes a careful engineer makes first: the
 baseline's one-factor neighbours, each changing one setting of the float32, no-XLA baseline
 (every other precision the space holds, at the base batch size; XLA on; the batch size doubled
-and quadrupled, rounded to the space), and the practitioner's checklist configuration for the
-machine (:mod:`autotune.checklist`); then, once they are measured, their combination: each
-probed setting at the value that ran fastest within the fidelity tolerance (the baseline's value
-where no probe beat the baseline), as an engineer combines the changes that helped
-(:func:`combined_config`). Why: each probe answers one question
+and quadrupled, rounded to the space; the most steps per execution the space allows), and the
+practitioner's checklist configuration for the machine (:mod:`autotune.checklist`); then, once
+they are measured, their combination: each probed setting at the value that ran fastest within
+the fidelity tolerance (the baseline's value where no probe beat the baseline), as an engineer
+combines the changes that helped (:func:`combined_config`). Why: each probe answers one question
 (does this precision, XLA, a larger batch help here?), so the sampler starts from measured main
 effects instead of from a handful of random points that may all sit in one trap; and a factor
 whose probe is confidently bad (``mixed_float16`` on a CPU without fast float16, tens of times
@@ -34,6 +34,7 @@ from autotune.exceptions import ConfigError
 from autotune.schema import CONFIG_ATTR
 from autotune.space import Choice, IntRange, Parameter, SearchSpace
 from autotune.study import baseline
+from autotune.study.prediction import stored_config
 
 START_MODES = ("structured", "random")
 #: The study user attribute holding the structured start's configurations (a list of dicts).
@@ -43,7 +44,7 @@ COMBINED_KEY = "autotune_start_combined"
 #: Batch-size multiples of the base a structured start probes.
 BATCH_FACTORS = (2, 4)
 #: The settings a one-factor probe changes.
-FACTORS = ("precision", "jit_compile", "batch_size")
+FACTORS = ("precision", "jit_compile", "batch_size", "steps_per_execution")
 
 
 def check_start(start: str) -> str:
@@ -112,6 +113,10 @@ def structured_start(
         probes += [{**centre, "precision": p} for p in precision.values if p != centre["precision"]]
     probes.append({**centre, "jit_compile": True})
     probes += [{**centre, "batch_size": base_batch_size * f} for f in BATCH_FACTORS]
+    steps = space.parameters.get("steps_per_execution")
+    if steps is not None:  # the most steps per call the space allows
+        most = steps.high if isinstance(steps, IntRange) else max(steps.values)
+        probes.append({**centre, "steps_per_execution": most})
     probes.append(checklist_config(base_batch_size, hardware).to_dict())
     configs: list[TrialConfig] = []
     for probe in probes:
@@ -160,7 +165,7 @@ def combined_config(
 
 def _tried(study: optuna.Study) -> set[str]:
     return {
-        json.dumps(t.user_attrs.get(CONFIG_ATTR), sort_keys=True)
+        json.dumps(stored_config(t.user_attrs[CONFIG_ATTR]), sort_keys=True)
         for t in study.get_trials(deepcopy=False)
         if t.user_attrs.get(CONFIG_ATTR) is not None
     }

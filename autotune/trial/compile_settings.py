@@ -14,14 +14,14 @@ from autotune.config import TrialConfig
 def compile_settings(config: TrialConfig) -> dict[str, Any]:
     """The ``model.compile`` keyword arguments of a trial of ``config``.
 
-    ``jit_compile``: the trial's XLA setting. ``steps_per_execution``: 1, one training step per
-    call (the trial times whole steps). ``auto_scale_loss``: True, so under ``mixed_float16``
+    ``jit_compile``: the trial's XLA setting. ``steps_per_execution``: the trial's (the trial
+    times whole calls of that many steps). ``auto_scale_loss``: True, so under ``mixed_float16``
     Keras wraps the optimizer in a ``LossScaleOptimizer`` (dynamic loss scaling against float16
     underflow); under the other policies Keras leaves the optimizer as it is.
     """
     return {
         "jit_compile": config.jit_compile,
-        "steps_per_execution": 1,
+        "steps_per_execution": config.steps_per_execution,
         "auto_scale_loss": True,
     }
 

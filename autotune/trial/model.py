@@ -142,19 +142,30 @@ def effective_settings(
     pipeline_settings: PipelineSettings,
     head: dict[str, Any],
 ) -> dict[str, Any]:
-    """The settings that took effect: dtype policy, XLA, loss scaling, learning rate, pipeline
-    and output head."""
+    """The settings that took effect: dtype policy, XLA, steps per execution (while timed), loss
+    scaling, learning rate, pipeline and output head."""
     return {
         "dtype_policy": keras.config.dtype_policy().name,
         "compute_dtype": keras.config.dtype_policy().compute_dtype,
         "variable_dtype": keras.config.dtype_policy().variable_dtype,
         "jit_compile_requested": config.jit_compile,
         "jit_compile": bool(model.jit_compile),
+        "steps_per_execution": int(model.steps_per_execution),
         "loss_scaling": loss_scaling,
         "learning_rate": learning_rate,
         "pipeline": pipeline_settings.to_dict(),
         **head,
     }
+
+
+def one_step_per_call(model: keras.Model) -> None:
+    """Makes ``model``'s training and test functions run one step per call again (a trial's
+    curve trains so: its checkpoints then fall at the same sample counts whatever the trial's
+    ``steps_per_execution``, and the batches it sees are the same)."""
+    if model.steps_per_execution != 1:
+        model.steps_per_execution = 1
+        model.make_train_function(force=True)
+        model.make_test_function(force=True)
 
 
 __all__ = [
@@ -164,4 +175,5 @@ __all__ = [
     "effective_settings",
     "ensure_float32_head",
     "model_with_float32_head",
+    "one_step_per_call",
 ]

@@ -50,6 +50,7 @@ from autotune.trial.model import (
     compile_model,
     effective_settings,
     model_with_float32_head,
+    one_step_per_call,
 )
 from autotune.trial.pipeline import (
     dynamic_dimensions,
@@ -263,7 +264,7 @@ def run_trial(experiment: Experiment, config: TrialConfig, settings: RunSettings
         model = setup.model
         trainer = _Trainer(model, setup.train_data, xla_compiles=bool(model.jit_compile))
         with _timed(phases, "warmup"):
-            speed.warmup = warmup = _warm_up(trainer, settings, config.batch_size)
+            speed.warmup = warmup = _warm_up(trainer, settings, config.samples_per_call)
         with _timed(phases, "windows"):
             if warmup.hopeless:  # stopped in warm-up: no window is timed
                 warmup_rates = summarize(warmup.samples_per_second)
@@ -292,22 +293,25 @@ def run_trial(experiment: Experiment, config: TrialConfig, settings: RunSettings
 def _timed_window(
     trainer: _Trainer,
     steps: int,
-    batch_size: int,
+    samples_per_call: int,
     phase: str,
     step_seconds: list[float] | None = None,
     step_markers: bool = False,
 ) -> float:
-    """Resets the model's metrics, runs ``steps`` steps and returns their samples/s."""
+    """Resets the model's metrics, runs ``steps`` calls of the training function (each of
+    ``samples_per_call`` examples: batch size x steps per execution) and returns their
+    samples/s."""
     trainer.model.reset_metrics()
     clock = _Stopwatch()
     trainer.run(steps, phase, step_seconds=step_seconds, step_markers=step_markers)
-    return steps * batch_size / clock.seconds()
+    return steps * samples_per_call / clock.seconds()
 
 
-def _warm_up(trainer: _Trainer, settings: RunSettings, batch_size: int) -> _WarmUp:
-    """Runs single steps until their times (seconds) stop falling, ``warmup_max_steps`` have run,
-    or ``warmup_max_seconds`` have passed with at least 2 steps run; or until the steps show the
-    trial is hopeless against ``stop_below_samples_per_second`` (:func:`hopeless_warm_up`)."""
+def _warm_up(trainer: _Trainer, settings: RunSettings, samples_per_call: int) -> _WarmUp:
+    """Runs single calls until their times (seconds) stop falling, ``warmup_max_steps`` have
+    run, or ``warmup_max_seconds`` have passed with at least 2 run; or until they show the trial
+    is hopeless against ``stop_below_samples_per_second`` (:func:`hopeless_warm_up`). A call is
+    one training step, or ``steps_per_execution`` of them."""
     clock = _Stopwatch()
     detector = WarmupDetector(min_steps=settings.warmup_min_steps)
     threshold = settings.stop_below_samples_per_second
@@ -315,13 +319,13 @@ def _warm_up(trainer: _Trainer, settings: RunSettings, batch_size: int) -> _Warm
         step = _Stopwatch()
         trainer.run(1, "warm-up")
         detector.add(step.seconds())
-        hopeless = hopeless_warm_up(detector.step_seconds, batch_size, threshold)
+        hopeless = hopeless_warm_up(detector.step_seconds, samples_per_call, threshold)
         if hopeless or detector.steady or trainer.steps >= settings.warmup_max_steps:
             break
         if clock.seconds() > settings.warmup_max_seconds and trainer.steps >= 2:
             break
     steady = detector.steady_step_seconds
-    rates = tuple(batch_size / seconds for seconds in detector.step_seconds[1:])
+    rates = tuple(samples_per_call / seconds for seconds in detector.step_seconds[1:])
     compile_seconds = max(0.0, detector.step_seconds[0] - steady)
     return _WarmUp(trainer.steps, steady, compile_seconds, hopeless, rates)
 
@@ -338,7 +342,9 @@ def _time_windows(
     windows = _Windows(steps=steps)
     for _ in range(settings.windows):
         windows.samples_per_second.append(
-            _timed_window(trainer, steps, config.batch_size, "timed window", windows.step_seconds)
+            _timed_window(
+                trainer, steps, config.samples_per_call, "timed window", windows.step_seconds
+            )
         )
         windows.throughput = summarize(windows.samples_per_second)
         windows.stopped_early = slower_than_baseline(
@@ -374,7 +380,7 @@ def _profile_window(
         return None, f"the profiler could not start: {error.message}"
     try:
         samples_per_second = _timed_window(
-            trainer, steps, config.batch_size, "profiled window", step_markers=True
+            trainer, steps, config.samples_per_call, "profiled window", step_markers=True
         )
     finally:
         tf.profiler.experimental.stop()
@@ -412,7 +418,7 @@ def _cached_batch_throughput(
     trainer = _Trainer(model, train_data.take(1).cache().repeat(), xla_compiles=False)
     trainer.run(settings.warmup_min_steps, "input ablation warm-up")
     windows = [
-        _timed_window(trainer, window_steps, config.batch_size, "input ablation")
+        _timed_window(trainer, window_steps, config.samples_per_call, "input ablation")
         for _ in range(settings.ablation_windows)
     ]
     return summarize(windows)
@@ -459,6 +465,7 @@ def _train_curve(
     model = setup.model
     _restore(setup.state, setup.initial)
     model.reset_metrics()
+    one_step_per_call(model)  # checkpoints at the same samples whatever steps_per_execution
     keras.utils.set_random_seed(settings.seed)
     train_data, _ = training_pipeline(experiment, config, settings.seed)
     trainer = _Trainer(

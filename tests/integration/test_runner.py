@@ -195,6 +195,24 @@ def test_pipeline_settings_do_not_change_the_curve(
         assert losses == pytest.approx(base_losses, rel=1e-6), (prefetch, parallel)
 
 
+def test_steps_per_execution_runs_several_steps_per_call_and_learns_the_same_curve(
+    tiny_ref: Callable[..., str], settings: RunSettings, float32_result: RunResult
+) -> None:
+    config = TrialConfig(batch_size=32, steps_per_execution=8)
+
+    result = _run(tiny_ref(), config, settings)
+
+    assert result.effective["steps_per_execution"] == 8
+    assert result.throughput is not None and result.throughput.median > 0
+    # A window holds whole calls of 8 steps; its samples/s counts every step's batch.
+    assert result.steps_per_window >= settings.min_window_steps
+    # The curve trains one step per call: the same checkpoints and losses as one step per call.
+    samples, losses = zip(*_curve(result), strict=True)
+    base_samples, base_losses = zip(*_curve(float32_result), strict=True)
+    assert samples == base_samples
+    assert losses == pytest.approx(base_losses, rel=1e-5)
+
+
 def test_curve_without_throughput(
     tiny_ref: Callable[..., str], settings: RunSettings, float32_result: RunResult
 ) -> None:

@@ -117,6 +117,7 @@ ROUND_TRIP_SETTINGS = [
         "prefetch": "autotune",
         "num_parallel_calls": 16,
         "shuffle_buffer": 10_000,
+        "steps_per_execution": 64,
     },
 ]
 
@@ -135,6 +136,27 @@ def test_trial_config_dict_round_trip(settings):
     assert TrialConfig.from_dict(config.to_dict()) == config
 
 
+@pytest.mark.parametrize("value", [0, -1, 1.5, True, "4", 1 << 13])
+def test_trial_config_rejects_bad_steps_per_execution(value):
+    with pytest.raises(ConfigError, match=r"steps_per_execution.*Received: steps_per_execution="):
+        TrialConfig(batch_size=32, steps_per_execution=value)
+
+
+def test_steps_per_execution_multiplies_the_samples_per_call_and_shows_only_when_not_1():
+    config = TrialConfig(batch_size=32, steps_per_execution=16)
+
+    assert config.samples_per_call == 512
+    assert config.describe().endswith("shuffle=1024 steps=16")
+    assert TrialConfig(batch_size=32).describe().endswith("shuffle=1024")
+    assert TrialConfig(batch_size=32).samples_per_call == 32
+
+
+def test_a_config_stored_before_steps_per_execution_reads_as_one_step_per_call():
+    stored = {"batch_size": 64, "precision": "float32", "jit_compile": False}
+
+    assert TrialConfig.from_dict(stored).steps_per_execution == 1
+
+
 def test_trial_config_to_dict_has_every_field():
     assert TrialConfig(batch_size=32, prefetch=3).to_dict() == {
         "batch_size": 32,
@@ -143,6 +165,7 @@ def test_trial_config_to_dict_has_every_field():
         "prefetch": 3,
         "num_parallel_calls": "autotune",
         "shuffle_buffer": 1024,
+        "steps_per_execution": 1,
     }
 
 

@@ -133,6 +133,7 @@ def test_to_dict_has_the_config_as_a_plain_dict():
         "prefetch": 4,
         "num_parallel_calls": "autotune",
         "shuffle_buffer": 1024,
+        "steps_per_execution": 1,
     }
     json.dumps(data)  # JSON-serialisable as is
 
@@ -359,15 +360,16 @@ def test_applied_recipe_accessors():
         TrialConfig(batch_size=32),
         TrialConfig(batch_size=64, precision="mixed_bfloat16", jit_compile=True),
         TrialConfig(batch_size=16, precision="mixed_float16", prefetch=0),
+        TrialConfig(batch_size=64, steps_per_execution=16),
     ],
-    ids=["float32", "bfloat16-xla", "float16"],
+    ids=["float32", "bfloat16-xla", "float16", "16-steps-per-call"],
 )
 def test_compile_kwargs_are_every_setting_a_trial_compiles_with(config):
     kwargs = AppliedRecipe(config, 0.01).compile_kwargs()
 
     assert kwargs == {
         "jit_compile": config.jit_compile,
-        "steps_per_execution": 1,
+        "steps_per_execution": config.steps_per_execution,
         "auto_scale_loss": True,  # Keras wraps a LossScaleOptimizer under mixed_float16
     }
     assert kwargs == compile_settings(config)

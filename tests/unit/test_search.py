@@ -93,6 +93,22 @@ def test_start_moves_probes_into_the_space_and_leaves_out_what_it_cannot_express
     assert all(c.prefetch == 1 for c in start)
 
 
+def test_start_probes_the_most_steps_per_execution_a_space_allows() -> None:
+    space = SearchSpace(
+        "steps", {"batch_size": choices(32, 64), "steps_per_execution": choices(1, 4, 16)}
+    )
+
+    start = structured_start(space, BASE_BATCH, PLAIN_CPU)
+
+    assert config(steps_per_execution=16) in start
+    assert combined_config(
+        CENTRE,
+        1000.0,
+        [(config(steps_per_execution=16), 1300.0, 0.0), (config(batch_size=64), 1500.0, 0.5)],
+        TOLERANCE,
+    ) == config(batch_size=64, steps_per_execution=16)
+
+
 def test_every_start_configuration_is_in_its_space() -> None:
     for name in ("quick", "cpu", "gpu", "input"):
         space = resolve_space(name)

@@ -99,9 +99,10 @@ def test_cpu_and_gpu_space_sizes():
     gpu = resolve_space("gpu")
 
     assert cpu.parameters["batch_size"] == IntRange(16, 512, 16)
-    assert cpu.size() == 3 * 2 * ((512 - 16) // 16 + 1) * 4 * 4 * 3
+    assert cpu.size() == 3 * 2 * ((512 - 16) // 16 + 1) * 4 * 4 * 3 * 4  # 4 steps per execution
     assert gpu.parameters["batch_size"] == IntRange(64, 2048, 8)
-    assert gpu.size() == 3 * 2 * ((2048 - 64) // 8 + 1) * 3 * 4 * 2
+    assert gpu.size() == 3 * 2 * ((2048 - 64) // 8 + 1) * 3 * 4 * 2 * 4
+    assert cpu.parameters["steps_per_execution"] == choices(1, 4, 16, 64)
 
 
 def test_bundled_spaces_include_every_precision_where_documented():
@@ -888,3 +889,23 @@ def test_a_file_that_is_not_utf8_is_named_with_the_byte(tmp_path):
         f"search space file {str(path)!r} is not UTF-8 text (TOML must be): byte b'\\xe9' at "
         "offset 11"
     )
+
+
+def test_steps_per_execution_is_searched_from_a_list_or_a_range(tmp_path):
+    path = tmp_path / "steps.toml"
+    path.write_text(
+        "[parameters]\nsteps_per_execution = [1, 8, 32]\nbatch_size = [32]\n", encoding="utf-8"
+    )
+    ranged = space_from_dict(
+        {"parameters": {"steps_per_execution": {"low": 4, "high": 64, "multiple_of": 4}}}, "r"
+    )
+
+    assert load_space(path).parameters["steps_per_execution"] == choices(1, 8, 32)
+    assert ranged.parameters["steps_per_execution"] == IntRange(4, 64, 4)
+    assert ranged.size() == 16
+
+
+@pytest.mark.parametrize("bad", [[0, 4], [1, 2.5], {"low": 0, "high": 8}])
+def test_bad_steps_per_execution_names_the_key(bad):
+    with pytest.raises(ConfigError, match=r"f\.toml: parameters\.steps_per_execution"):
+        space_from_dict({"parameters": {"steps_per_execution": bad}}, "f.toml")

@@ -690,16 +690,18 @@ PIPELINE_SPACE = SearchSpace(
         "prefetch": choices("autotune", 2),
         "num_parallel_calls": choices("autotune", 1),
         "shuffle_buffer": choices(1024, 256),
+        "steps_per_execution": choices(1, 8),
     },
 )
 
 
-def pipeline_params(batch_size=64, prefetch="autotune", parallel="autotune", shuffle=1024):
+def pipeline_params(batch_size=64, prefetch="autotune", parallel="autotune", shuffle=1024, steps=1):
     return {
         "batch_size": batch_size,
         "prefetch": prefetch,
         "num_parallel_calls": parallel,
         "shuffle_buffer": shuffle,
+        "steps_per_execution": steps,
     }
 
 
@@ -707,11 +709,13 @@ def test_a_pipeline_only_twin_reuses_the_curve_instead_of_training_it(make_study
     runner = FakeRunner()
     study = make_study(runner, space=PIPELINE_SPACE)
     first, twin = pipeline_params(), pipeline_params(prefetch=2, parallel=1)
-    enqueue(study, first, twin)
+    steps = pipeline_params(steps=8)  # the curve trains one step per call whatever this is
+    enqueue(study, first, twin, steps)
 
-    study.optimize(n_trials=2)
+    study.optimize(n_trials=3)
 
-    assert [c.settings.curve for c in runner.trial_calls] == [True, False]
+    assert [c.settings.curve for c in runner.trial_calls] == [True, False, False]
+    assert study.records()[2].user_attrs[CURVE_FROM_ATTR] == "trial 0"
     records = study.records()
     assert records[1].duplicate_of is None  # measured: its own throughput
     assert records[1].fidelity == pytest.approx(records[0].fidelity)

@@ -169,6 +169,7 @@ def test_the_hparams_plugin_lists_every_run_as_a_session_with_its_values_and_met
         "prefetch": "autotune",
         "num_parallel_calls": "4",
         "shuffle_buffer": 1024.0,
+        "steps_per_execution": 1.0,
         "role": "trial",
     }
     assert metric_values(trial_1) == pytest.approx(
