@@ -192,7 +192,8 @@ class RunSettings:
             first step compiles, so a steady step time needs a second).
         warmup_max_seconds: warm-up ends after this long even if step times still fall.
         window_seconds: target length of one timed window; windows hold whole steps.
-        min_window_steps: fewest steps in one timed window.
+        min_window_steps: fewest training steps in one timed window (a window holds whole calls
+            of ``steps_per_execution`` steps).
         windows: number of timed windows.
         curve: train the fidelity curve (fixed sample budget, validation at checkpoints).
         curve_samples: training examples in the curve run; None takes the experiment's.

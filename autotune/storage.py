@@ -45,11 +45,13 @@ def sqlite_path(url: str) -> Path | None:
 
 
 def storage_files(url: str) -> tuple[Path, ...]:
-    """The files an SQLite storage keeps (the database and its journals); none for a server."""
+    """The files an SQLite storage keeps (the database, its journals and autotune's run lock,
+    :mod:`autotune.study.run_lock`); none for a server."""
     path = sqlite_path(url)
     if path is None:
         return ()
-    return (path, *(path.with_name(path.name + suffix) for suffix in ("-journal", "-wal", "-shm")))
+    suffixes = ("-journal", "-wal", "-shm", ".lock")
+    return (path, *(path.with_name(path.name + suffix) for suffix in suffixes))
 
 
 def check_url(url: str, *, must_exist: bool = False) -> None:

@@ -23,13 +23,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from autotune.exceptions import ConfigError, StudyError
-from autotune.storage import sqlite_path
+from autotune.storage import storage_files
 
 
 def lock_file(storage_url: str) -> Path | None:
-    """The lock file of an SQLite storage (None for a server storage)."""
-    database = sqlite_path(storage_url)
-    return None if database is None else database.with_name(database.name + ".lock")
+    """The lock file of an SQLite storage (None for a server storage): the last of
+    :func:`autotune.storage.storage_files`."""
+    files = storage_files(storage_url)
+    return files[-1] if files else None
 
 
 def _holder(path: Path) -> str:

@@ -5,8 +5,10 @@ Optuna's multivariate TPE by default (:func:`default_sampler`), wrapped in
 current favourite again and again (a third of the trials of a 30-trial replay on the tabular
 MLP's grid were repeats); a repeat costs a trial and measures nothing new. The wrapper turns a
 repeated proposal into an untried one-factor neighbour of it (where TPE thinks the good region
-is), or an untried random configuration when every neighbour was tried. Any Optuna sampler can
-be given instead, unwrapped (the replay benchmark compares NSGA-II, GP and random search).
+is), or an untried random configuration when every neighbour was tried, and TPE's random
+start-up draws into untried ones; either way it avoids, where it can, values whose every trial
+was stopped as slower than the baseline. Any Optuna sampler can be given instead, unwrapped
+(the replay benchmark compares NSGA-II, GP and random search).
 No TensorFlow here.
 """
 

@@ -333,12 +333,11 @@ def _warm_up(trainer: _Trainer, settings: RunSettings, samples_per_call: int) ->
 def _time_windows(
     trainer: _Trainer, config: TrialConfig, settings: RunSettings, warmup: _WarmUp
 ) -> _Windows:
-    """Times up to ``settings.windows`` windows of whole steps (about ``window_seconds`` each at
-    the steady step time), each in samples/s; stops early when :func:`slower_than_baseline`
-    says so."""
-    steps = steps_per_window(
-        warmup.steady_step_seconds, settings.window_seconds, settings.min_window_steps
-    )
+    """Times up to ``settings.windows`` windows of whole calls (about ``window_seconds`` each at
+    the steady call time, at least ``min_window_steps`` training steps), each in samples/s;
+    stops early when :func:`slower_than_baseline` says so."""
+    fewest_calls = math.ceil(settings.min_window_steps / config.steps_per_execution)
+    steps = steps_per_window(warmup.steady_step_seconds, settings.window_seconds, fewest_calls)
     windows = _Windows(steps=steps)
     for _ in range(settings.windows):
         windows.samples_per_second.append(

@@ -108,12 +108,13 @@ def test_in_memory_sqlite_is_refused_because_the_study_would_vanish_at_exit(url)
     assert f"Received: {url!r}" in message
 
 
-def test_storage_files_are_the_database_and_its_journals():
+def test_storage_files_are_the_database_its_journals_and_its_run_lock():
     assert storage_files("sqlite:///runs/a.db") == (
         Path("runs/a.db"),
         Path("runs/a.db-journal"),
         Path("runs/a.db-wal"),
         Path("runs/a.db-shm"),
+        Path("runs/a.db.lock"),
     )
     assert storage_files("postgresql://user@host/db") == ()
 
