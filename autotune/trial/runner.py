@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import math
 import resource
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,6 @@ from autotune.exceptions import (
     ExperimentError,
     TrialFailure,
     failure_kind,
-    is_out_of_memory,
 )
 from autotune.experiment import Experiment
 from autotune.fidelity import checkpoint_steps
@@ -57,23 +55,13 @@ from autotune.trial.pipeline import (
     training_pipeline,
     validation_pipeline,
 )
-
-
-class _Stopwatch:
-    """Wall time (seconds) since it was made."""
-
-    def __init__(self) -> None:
-        self._start = time.perf_counter()
-
-    def seconds(self) -> float:
-        """Seconds since the stopwatch was made."""
-        return time.perf_counter() - self._start
+from autotune.trial.trainer import Stopwatch, Trainer, timed_window
 
 
 @contextmanager
 def _timed(phases: dict[str, float], phase: str) -> Iterator[None]:
     """Records the seconds the block takes as ``phases[phase]``, once the block finishes."""
-    clock = _Stopwatch()
+    clock = Stopwatch()
     yield
     phases[phase] = clock.seconds()
 
@@ -133,62 +121,6 @@ class _Curve:
 
     points: list[CurvePoint] = field(default_factory=list)
     final_metrics: dict[str, float] = field(default_factory=dict)
-
-
-class _Trainer:
-    """Runs training steps of a compiled model from one iterator, checking the loss.
-
-    With ``xla_compiles`` the first step is where XLA compiles the training step, so an error
-    there is reported as an XLA compilation failure.
-    """
-
-    def __init__(self, model: keras.Model, dataset: tf.data.Dataset, xla_compiles: bool) -> None:
-        self.model = model
-        self.iterator = iter(dataset)
-        self.xla_compiles = xla_compiles
-        self.steps = 0
-        model.make_train_function()
-        self._step: Callable[[Any], dict[str, Any]] = model.train_function
-
-    def run(
-        self,
-        steps: int,
-        phase: str,
-        step_seconds: list[float] | None = None,
-        step_markers: bool = False,
-    ) -> float:
-        """Runs ``steps`` steps and returns the last loss, read back so all work is finished.
-
-        Appends each step's wall time (seconds, as the host saw it) to ``step_seconds`` when
-        given; with ``step_markers`` each step runs inside a profiler step marker, which gives
-        XProf its per-step times.
-        """
-        logs: dict[str, Any] = {}
-        for _ in range(steps):
-            clock = _Stopwatch()
-            if self.xla_compiles and self.steps == 0:
-                try:
-                    logs = self._step(self.iterator)
-                except tf.errors.OpError as error:
-                    if is_out_of_memory(error):  # XLA's RESOURCE_EXHAUSTED while compiling
-                        raise TrialFailure(
-                            "oom", f"out of memory in the first (compiled) step: {error.message}"
-                        ) from error
-                    raise TrialFailure(
-                        "xla_compile", f"XLA could not compile the training step: {error.message}"
-                    ) from error
-            elif step_markers:
-                with tf.profiler.experimental.Trace("train", step_num=self.steps, _r=1):
-                    logs = self._step(self.iterator)
-            else:
-                logs = self._step(self.iterator)
-            if step_seconds is not None:
-                step_seconds.append(clock.seconds())
-            self.steps += 1
-        loss = float(logs["loss"])
-        if not math.isfinite(loss):
-            raise TrialFailure("nan", f"training loss became {loss} by step {self.steps} ({phase})")
-        return loss
 
 
 def _snapshot(variables: list[Any]) -> list[Any]:
@@ -255,14 +187,14 @@ def run_trial(experiment: Experiment, config: TrialConfig, settings: RunSettings
         TrialFailure: the loss became NaN (kind "nan"), or XLA could not compile (kind
             "xla_compile"). Other exceptions propagate; the trial process classifies them.
     """
-    trial = _Stopwatch()
+    trial = Stopwatch()
     phases: dict[str, float] = {}
     with _timed(phases, "setup"):
         setup = _set_up(experiment, config, settings)
     speed = _Speed()
     if settings.measure_throughput:
         model = setup.model
-        trainer = _Trainer(model, setup.train_data, xla_compiles=bool(model.jit_compile))
+        trainer = Trainer(model, setup.train_data, xla_compiles=bool(model.jit_compile))
         with _timed(phases, "warmup"):
             speed.warmup = warmup = _warm_up(trainer, settings, config.samples_per_call)
         with _timed(phases, "windows"):
@@ -290,33 +222,16 @@ def run_trial(experiment: Experiment, config: TrialConfig, settings: RunSettings
     return _result(config, setup, speed, curve, phases)
 
 
-def _timed_window(
-    trainer: _Trainer,
-    steps: int,
-    samples_per_call: int,
-    phase: str,
-    step_seconds: list[float] | None = None,
-    step_markers: bool = False,
-) -> float:
-    """Resets the model's metrics, runs ``steps`` calls of the training function (each of
-    ``samples_per_call`` examples: batch size x steps per execution) and returns their
-    samples/s."""
-    trainer.model.reset_metrics()
-    clock = _Stopwatch()
-    trainer.run(steps, phase, step_seconds=step_seconds, step_markers=step_markers)
-    return steps * samples_per_call / clock.seconds()
-
-
-def _warm_up(trainer: _Trainer, settings: RunSettings, samples_per_call: int) -> _WarmUp:
+def _warm_up(trainer: Trainer, settings: RunSettings, samples_per_call: int) -> _WarmUp:
     """Runs single calls until their times (seconds) stop falling, ``warmup_max_steps`` have
     run, or ``warmup_max_seconds`` have passed with at least 2 run; or until they show the trial
     is hopeless against ``stop_below_samples_per_second`` (:func:`hopeless_warm_up`). A call is
     one training step, or ``steps_per_execution`` of them."""
-    clock = _Stopwatch()
+    clock = Stopwatch()
     detector = WarmupDetector(min_steps=settings.warmup_min_steps)
     threshold = settings.stop_below_samples_per_second
     while True:
-        step = _Stopwatch()
+        step = Stopwatch()
         trainer.run(1, "warm-up")
         detector.add(step.seconds())
         hopeless = hopeless_warm_up(detector.step_seconds, samples_per_call, threshold)
@@ -331,7 +246,7 @@ def _warm_up(trainer: _Trainer, settings: RunSettings, samples_per_call: int) ->
 
 
 def _time_windows(
-    trainer: _Trainer, config: TrialConfig, settings: RunSettings, warmup: _WarmUp
+    trainer: Trainer, config: TrialConfig, settings: RunSettings, warmup: _WarmUp
 ) -> _Windows:
     """Times up to ``settings.windows`` windows of whole calls (about ``window_seconds`` each at
     the steady call time, at least ``min_window_steps`` training steps), each in samples/s;
@@ -341,7 +256,7 @@ def _time_windows(
     windows = _Windows(steps=steps)
     for _ in range(settings.windows):
         windows.samples_per_second.append(
-            _timed_window(
+            timed_window(
                 trainer, steps, config.samples_per_call, "timed window", windows.step_seconds
             )
         )
@@ -365,20 +280,20 @@ def _recompilation(setup: _Setup, speed: _Speed) -> Recompilation:
 
 
 def _profile_window(
-    trainer: _Trainer, config: TrialConfig, log_dir: Path, settings: RunSettings, window_steps: int
+    trainer: Trainer, config: TrialConfig, log_dir: Path, settings: RunSettings, window_steps: int
 ) -> tuple[ProfileSummary | None, str | None]:
     """Profiles up to ``profile_steps`` (at most one timed window's) training steps, each in a
     step marker, into ``log_dir`` and reads the profile with XProf. Returns the summary, or None
     and why there is none: a profile that cannot be captured or read costs the trial its
     breakdown, never its measurements."""
     steps = min(window_steps, settings.profile_steps)
-    clock = _Stopwatch()
+    clock = Stopwatch()
     try:
         tf.profiler.experimental.start(str(log_dir))
     except tf.errors.OpError as error:  # another profiler session runs in this process
         return None, f"the profiler could not start: {error.message}"
     try:
-        samples_per_second = _timed_window(
+        samples_per_second = timed_window(
             trainer, steps, config.samples_per_call, "profiled window", step_markers=True
         )
     finally:
@@ -414,10 +329,10 @@ def _cached_batch_throughput(
 ) -> Estimate:
     """samples/s of the same training steps fed one cached batch, repeated: the speed the model
     would reach if the input pipeline cost nothing (same shapes, so nothing recompiles)."""
-    trainer = _Trainer(model, train_data.take(1).cache().repeat(), xla_compiles=False)
+    trainer = Trainer(model, train_data.take(1).cache().repeat(), xla_compiles=False)
     trainer.run(settings.warmup_min_steps, "input ablation warm-up")
     windows = [
-        _timed_window(trainer, window_steps, config.samples_per_call, "input ablation")
+        timed_window(trainer, window_steps, config.samples_per_call, "input ablation")
         for _ in range(settings.ablation_windows)
     ]
     return summarize(windows)
@@ -467,7 +382,7 @@ def _train_curve(
     one_step_per_call(model)  # checkpoints at the same samples whatever steps_per_execution
     keras.utils.set_random_seed(settings.seed)
     train_data, _ = training_pipeline(experiment, config, settings.seed)
-    trainer = _Trainer(
+    trainer = Trainer(
         model, train_data, xla_compiles=bool(model.jit_compile) and not settings.measure_throughput
     )
     curve: list[CurvePoint] = []
