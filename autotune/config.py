@@ -12,6 +12,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, get_args
 
 from autotune.exceptions import ConfigError
@@ -90,6 +91,20 @@ def _from_mapping(cls: type[Any], data: object, source: str) -> Any:
         raise ConfigError(f"{source}: {error}") from error
     except TypeError as error:  # a required field is missing
         raise ConfigError(f"{source}: {error}. Received: {dict(data)!r}") from error
+
+
+def read_json_object(path: Path, source: str) -> dict[str, Any]:
+    """The JSON object in the file ``path``; ConfigError naming ``source`` (e.g. "recipe file
+    'r.json'") when it cannot be read, is not JSON or holds something else."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ConfigError(f"{source} cannot be read: {error.strerror}") from error
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{source} is not valid JSON: {error}") from error
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source} must hold a JSON object. Received: {type(data).__name__}")
+    return data
 
 
 def _parse_json(text: str, source: str) -> object:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from autotune import hardware
-from autotune.config import AUTOTUNE, TrialConfig
+from autotune.config import AUTOTUNE, TrialConfig, read_json_object
 from autotune.exceptions import ConfigError
 from autotune.experiment import Experiment
 from autotune.outputs import write_output
@@ -89,14 +89,7 @@ class Recipe:
         """Reads a recipe saved by :meth:`save`; errors name the file and the key."""
         path = Path(path)
         source = f"recipe file {str(path)!r}"
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as error:
-            raise ConfigError(f"{source} cannot be read: {error.strerror}") from error
-        except json.JSONDecodeError as error:
-            raise ConfigError(f"{source} is not valid JSON: {error}") from error
-        if not isinstance(data, dict):
-            raise ConfigError(f"{source} must hold a JSON object. Received: {type(data).__name__}")
+        data = read_json_object(path, source)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:

@@ -28,7 +28,7 @@ from typing import Any
 
 import optuna
 
-from autotune.config import RunSettings, TrialConfig
+from autotune.config import RunSettings, TrialConfig, read_json_object
 from autotune.exceptions import ConfigError, TrialFailure
 from autotune.fidelity import NoiseFloor, fidelity_distance
 from autotune.measure import Estimate
@@ -143,13 +143,7 @@ class Grid:
     def load(cls, path: str | Path) -> Grid:
         """Reads a grid file (see ``experiments/benchmarks/search_grid.py``)."""
         path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError as error:
-            raise ConfigError(f"grid file {str(path)!r} does not exist") from error
-        except json.JSONDecodeError as error:
-            raise ConfigError(f"grid file {str(path)!r} is not valid JSON: {error}") from error
-        return cls.from_dict(data, str(path))
+        return cls.from_dict(read_json_object(path, f"grid file {str(path)!r}"), str(path))
 
     def to_dict(self) -> dict[str, Any]:
         """The grid file's content (:meth:`from_dict` reads it back)."""

@@ -102,10 +102,14 @@ def test_a_bad_grid_file_names_the_file_and_the_problem(tmp_path: Path) -> None:
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"schema": "something/9"}), encoding="utf-8")
 
-    with pytest.raises(ConfigError, match=r"none\.json.*does not exist"):
+    with pytest.raises(ConfigError, match=r"none\.json' cannot be read: No such file"):
         Grid.load(missing)
     with pytest.raises(ConfigError, match=r"broken\.json.*not valid JSON"):
         Grid.load(broken)
+    listed = tmp_path / "listed.json"
+    listed.write_text("[1]", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"listed\.json' must hold a JSON object"):
+        Grid.load(listed)
     with pytest.raises(ConfigError, match=r"other.json: schema must be .*something/9"):
         Grid.load(other)
 
