@@ -25,19 +25,13 @@ class CurveTwin:
     curve: list[dict[str, Any]]
 
 
-def stored_config(data: dict[str, Any]) -> dict[str, Any]:
-    """A stored configuration with every field (one stored before a field existed has its
-    default), so stored configurations compare equal whenever they configure the same."""
-    return TrialConfig.from_dict(data, "stored trial config").to_dict()
-
-
 def measured_duplicate(study: optuna.Study, number: int, config: TrialConfig) -> FrozenTrial | None:
     """A finished trial (complete or pruned) other than ``number`` that already measured
-    ``config``: trial ``number`` duplicates it and reuses its measurement."""
-    wanted = config.to_dict()
+    ``config``: trial ``number`` duplicates it and reuses its measurement. Stored configurations
+    are read as :class:`TrialConfig` (one stored before a field existed has its default)."""
     for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
         stored = trial.user_attrs.get(CONFIG_ATTR)
-        if trial.number != number and stored and stored_config(stored) == wanted:
+        if trial.number != number and stored and TrialConfig.from_dict(stored) == config:
             return trial
     return None
 
@@ -100,5 +94,4 @@ __all__ = [
     "measured_duplicate",
     "out_of_memory_at_most",
     "predicted_oom_reason",
-    "stored_config",
 ]

@@ -84,8 +84,7 @@ def with_twin_curve(trial: optuna.Trial, result: RunResult, twin: CurveTwin | No
     if twin is None or result.stopped_early is not None or result.throughput is None:
         return result
     trial.set_user_attr(CURVE_FROM_ATTR, twin.source)
-    curve = [CurvePoint(int(p["samples"]), float(p["val_loss"])) for p in twin.curve]
-    return dataclasses.replace(result, curve=curve)
+    return dataclasses.replace(result, curve=[CurvePoint(**point) for point in twin.curve])
 
 
 def compact(result: RunResult) -> dict[str, Any]:

@@ -124,11 +124,11 @@ class FreshProposals(optuna.samplers.BaseSampler):
             for known in self.known
             if set(search_space) <= set(known)
         }
+        if params and _params_key(params) not in tried:
+            return params
         slow = _slow_values(trials, search_space)
         if not params:  # the sampler draws them one by one (TPE's random start-up trials)
             return self._random_untried(search_space, tried, slow) or {}
-        if _params_key(params) not in tried:
-            return params
         return self._untried(params, search_space, tried, slow) or params
 
     def _untried(

@@ -21,20 +21,19 @@ one made with ``start="random"`` never gets one. No TensorFlow here.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import optuna
 from optuna.trial import TrialState
 
+from autotune.attribution import changed_settings
 from autotune.checklist import checklist_config
 from autotune.config import TrialConfig
 from autotune.exceptions import ConfigError
 from autotune.schema import CONFIG_ATTR
 from autotune.space import Choice, IntRange, Parameter, SearchSpace
 from autotune.study import baseline
-from autotune.study.prediction import stored_config
 
 START_MODES = ("structured", "random")
 #: The study user attribute holding the structured start's configurations (a list of dicts).
@@ -150,11 +149,8 @@ def combined_config(
     factors improved (a single winner was measured already)."""
     best: dict[str, tuple[float, Any]] = {}
     for config, throughput, fidelity in measured:
-        changed = [k for k in FACTORS if getattr(config, k) != getattr(centre, k)]
-        same_rest = config.to_dict() | dict.fromkeys(FACTORS) == centre.to_dict() | dict.fromkeys(
-            FACTORS
-        )
-        if len(changed) != 1 or not same_rest or fidelity > tolerance:
+        changed = changed_settings(config, centre)
+        if len(changed) != 1 or changed[0] not in FACTORS or fidelity > tolerance:
             continue
         if throughput > max(centre_throughput, best.get(changed[0], (0.0, None))[0]):
             best[changed[0]] = (throughput, getattr(config, changed[0]))
@@ -163,9 +159,9 @@ def combined_config(
     return TrialConfig.from_dict(centre.to_dict() | {k: v for k, (_, v) in best.items()})
 
 
-def _tried(study: optuna.Study) -> set[str]:
+def _tried(study: optuna.Study) -> set[TrialConfig]:
     return {
-        json.dumps(stored_config(t.user_attrs[CONFIG_ATTR]), sort_keys=True)
+        TrialConfig.from_dict(t.user_attrs[CONFIG_ATTR])
         for t in study.get_trials(deepcopy=False)
         if t.user_attrs.get(CONFIG_ATTR) is not None
     }
@@ -200,7 +196,7 @@ def enqueue_next(study: optuna.Study, space: SearchSpace, tolerance: float) -> T
         TrialConfig.from_dict(stored, f"study user attribute {START_KEY}")
         for stored in study.user_attrs.get(START_KEY) or []
     ]
-    pending = [c for c in starts if json.dumps(c.to_dict(), sort_keys=True) not in tried]
+    pending = [c for c in starts if c not in tried]
     if pending:
         study.enqueue_trial(space_params(space, pending[0]))
         return pending[0]
@@ -208,7 +204,7 @@ def enqueue_next(study: optuna.Study, space: SearchSpace, tolerance: float) -> T
         return None
     combined = _combine(study, space, tolerance)
     study.set_user_attr(COMBINED_KEY, combined.to_dict() if combined else None)
-    if combined is None or json.dumps(combined.to_dict(), sort_keys=True) in tried:
+    if combined is None or combined in tried:
         return None
     study.enqueue_trial(space_params(space, combined))
     return combined
