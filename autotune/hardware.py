@@ -61,8 +61,7 @@ def _gpus() -> list[str]:
 
 
 @lru_cache(maxsize=1)
-def hardware() -> dict[str, Any]:
-    """Machine facts: CPU model and features, logical cores, memory (bytes) and GPUs."""
+def _machine() -> dict[str, Any]:
     return {
         "cpu": _cpu_model(),
         "cpu_features": _cpu_flags(),
@@ -74,10 +73,30 @@ def hardware() -> dict[str, Any]:
     }
 
 
+def usable_cores() -> int:
+    """The logical cores this process (and the trials it starts) may run on: its CPU affinity,
+    which a worker's core set narrows (:mod:`autotune.placement`)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity on this system
+        return os.cpu_count() or 1
+
+
+def hardware() -> dict[str, Any]:
+    """Machine facts: CPU model and features, logical cores, the cores this process may use,
+    memory (bytes) and GPUs."""
+    return {**_machine(), "usable_cores": usable_cores()}
+
+
 def fingerprint(facts: dict[str, Any] | None = None) -> str:
-    """A short stable hash of the hardware facts that decide which configuration is fastest."""
+    """A short stable hash of the hardware facts that decide which configuration is fastest:
+    the usable cores count only where they are fewer than the machine's (a worker's core set),
+    so a whole machine keeps the fingerprint it had before core sets existed."""
     facts = hardware() if facts is None else facts
     key = {k: facts[k] for k in ("cpu", "logical_cores", "gpus", "machine")}
+    usable = facts.get("usable_cores", facts["logical_cores"])
+    if usable != facts["logical_cores"]:
+        key["usable_cores"] = usable
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -18,7 +18,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from autotune.storage import sqlite_path
+from autotune.storage import database_file
 
 LOG_FOLDER = "autotune_logs"
 SLUG_CHARS = 60
@@ -27,11 +27,11 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def storage_identity(storage_url: str) -> str:
-    """The storage as one canonical string: an SQLite file by its resolved absolute path (so
-    ``./a.db`` and ``/abs/a.db`` agree), any other URL without its password."""
-    path = sqlite_path(storage_url)
+    """The storage as one canonical string: an SQLite or Journal file by its resolved absolute
+    path (so ``./a.db`` and ``/abs/a.db`` agree), any other URL without its password."""
+    path = database_file(storage_url)
     if path is not None:
-        return "sqlite:///" + str(path.resolve())
+        return storage_url.split("://", 1)[0] + ":///" + str(path.resolve())
     scheme, sep, rest = storage_url.partition("://")
     if sep and "@" in rest:
         credentials, _, host = rest.rpartition("@")
@@ -56,8 +56,8 @@ def study_key(storage_url: str, study_name: str) -> str:
 
 
 def default_log_root(storage_url: str, study_name: str, cwd: Path | None = None) -> Path:
-    """``autotune_logs/<study key>`` beside an SQLite database, else in ``cwd`` (default: the
-    current folder); absolute."""
-    database = sqlite_path(storage_url)
+    """``autotune_logs/<study key>`` beside an SQLite database or Journal file, else in ``cwd``
+    (default: the current folder); absolute."""
+    database = database_file(storage_url)
     parent = database.resolve().parent if database else (cwd or Path.cwd()).resolve()
     return parent / LOG_FOLDER / study_key(storage_url, study_name)

@@ -54,10 +54,10 @@ from autotune.schema import (
 )
 from autotune.storage import (
     STUDY_NAME,
+    database_file,
     open_storage,
     pick_study_name,
     quiet_experimental,
-    sqlite_path,
 )
 
 
@@ -324,7 +324,7 @@ def _baseline_log_dir(url: str, name: str, trials: Sequence[TrialRow]) -> str | 
     for row in trials:
         if row.log_dir:
             return str(Path(row.log_dir).parent)
-    if sqlite_path(url) is None:
+    if database_file(url) is None:
         return None
     return str(default_log_root(url, name))
 

@@ -54,6 +54,9 @@ INFO_KEY = "autotune_info"
 BASELINE_KEY = "autotune_baseline"
 MISMATCHES_KEY = "autotune_mismatches_allowed"
 CONFIRMATION_KEY = "autotune_confirmation"
+#: The finished trials the study runs towards (the last ``optimize(n_trials)``), which
+#: ``autotune worker`` reads when it joins.
+TARGET_KEY = "autotune_target_trials"
 PROFILE_RERUN_PREFIX = "autotune_profile:"
 
 #: The trial's configuration (:meth:`autotune.config.TrialConfig.to_dict`).
@@ -74,7 +77,8 @@ PRUNED_REASON_ATTR = "pruned_reason"
 DUPLICATE_OF_ATTR = "duplicate_of"
 #: Whose curve a trial was scored with when it differs from it in pipeline settings alone.
 CURVE_FROM_ATTR = "curve_from"
-#: ``{"host", "pid", "started"}`` of the worker process running the trial.
+#: ``{"host", "pid", "started", "fingerprint", "cpus", "device"}`` of the worker process running
+#: the trial (:func:`autotune.study.recovery.this_worker`).
 WORKER_ATTR = "worker"
 #: The trial's log folder.
 LOG_DIR_ATTR = "log_dir"
@@ -361,6 +365,7 @@ __all__ = [
     "PROFILE_RERUN_PREFIX",
     "PRUNED_REASON_ATTR",
     "RESULT_ATTR",
+    "TARGET_KEY",
     "THROUGHPUT_ATTR",
     "WORKER_ATTR",
     "BaselineRecord",

@@ -1,7 +1,11 @@
 """Opening the Optuna storage a study lives in, with clear errors for bad URLs and paths.
 
-SQLite (``sqlite:///autotune.db``) is the embedded default; PostgreSQL and MySQL URLs work for many
-workers. Heartbeats let a resumed study find trials whose process died.
+SQLite (``sqlite:///autotune.db``) is the embedded default, for one process. Several workers share
+a Journal file on one host (``journal:///study.journal``: Optuna's ``JournalFileBackend``, with
+its symlink lock, or ``?lock=open`` for its ``O_EXCL`` lock on filesystems without symbolic
+links) or a PostgreSQL server across hosts (``postgresql+psycopg://user@host/db``). MySQL URLs
+open too, for one process. Heartbeats let an RDB study find trials whose process died; a Journal
+file has none, so :mod:`autotune.study.recovery` keeps its own liveness record there.
 """
 
 from __future__ import annotations
@@ -21,7 +25,10 @@ DEFAULT_STORAGE = "sqlite:///autotune.db"
 HEARTBEAT_SECONDS = 10
 GRACE_SECONDS = 30
 SQLITE_BUSY_SECONDS = 60
-SCHEMES = ("sqlite", "postgresql", "mysql")
+SCHEMES = ("sqlite", "journal", "postgresql", "mysql")
+JOURNAL_PREFIX = "journal:///"
+#: The Journal file locks (``?lock=``): Optuna's symlink lock (the default) and its open lock.
+JOURNAL_LOCKS = ("symlink", "open")
 #: The arguments a storage error names (:attr:`autotune.exceptions.ConfigError.argument`).
 STORAGE = "storage"
 STUDY_NAME = "study_name"
@@ -44,13 +51,46 @@ def sqlite_path(url: str) -> Path | None:
     return None if path in ("", ":memory:") else Path(path)
 
 
+def journal_path(url: str) -> Path | None:
+    """The file of a ``journal:///`` URL (relative like SQLite's; ``journal:////abs/file`` is
+    absolute), without its ``?lock=`` option; None for other URLs."""
+    if not url.startswith(JOURNAL_PREFIX):
+        return None
+    path = url[len(JOURNAL_PREFIX) :].split("?", 1)[0]
+    return Path(path) if path else None
+
+
+def journal_lock(url: str) -> str:
+    """The ``?lock=`` option of a Journal URL: "symlink" (the default) or "open"."""
+    _, _, query = url.partition("?")
+    options = dict(part.partition("=")[::2] for part in query.split("&") if part)
+    unknown = sorted(set(options) - {"lock"})
+    lock = options.get("lock", JOURNAL_LOCKS[0])
+    if unknown or lock not in JOURNAL_LOCKS:
+        raise ConfigError(
+            f"a Journal URL takes one option, ?lock= with one of {list(JOURNAL_LOCKS)}. "
+            f"Received: {url!r}",
+            argument=STORAGE,
+        )
+    return lock
+
+
+def database_file(url: str) -> Path | None:
+    """The file a study lives in: an SQLite database or a Journal file; None for a server."""
+    return sqlite_path(url) or journal_path(url)
+
+
 def storage_files(url: str) -> tuple[Path, ...]:
-    """The files an SQLite storage keeps (the database, its journals and autotune's run lock,
-    :mod:`autotune.study.run_lock`); none for a server."""
-    path = sqlite_path(url)
+    """The files a file storage keeps: an SQLite database, its journals and autotune's run lock
+    (:mod:`autotune.study.run_lock`); a Journal file, Optuna's lock and autotune's claims
+    (:mod:`autotune.study.claims`). None for a server."""
+    path = database_file(url)
     if path is None:
         return ()
-    suffixes = ("-journal", "-wal", "-shm", ".lock")
+    if journal_path(url) is not None:
+        suffixes: tuple[str, ...] = (".lock", ".baseline.lock", ".proposal.lock")
+    else:
+        suffixes = ("-journal", "-wal", "-shm", ".lock")
     return (path, *(path.with_name(path.name + suffix) for suffix in suffixes))
 
 
@@ -67,7 +107,15 @@ def check_url(url: str, *, must_exist: bool = False) -> None:
         raise ConfigError(
             f"scheme must be one of {list(SCHEMES)}. Received: {url!r}", argument=STORAGE
         )
-    path = sqlite_path(url)
+    if scheme == "journal":
+        journal_lock(url)
+        if journal_path(url) is None:
+            raise ConfigError(
+                "must name a Journal file, for example 'journal:///autotune.journal'. "
+                f"Received: {url!r}",
+                argument=STORAGE,
+            )
+    path = database_file(url)
     if path is None:
         if scheme == "sqlite":
             raise ConfigError(
@@ -78,7 +126,9 @@ def check_url(url: str, *, must_exist: bool = False) -> None:
         return
     if must_exist and not path.is_file():
         raise ConfigError(
-            f": database file {str(path)!r} does not exist. Received: {url!r}", argument=STORAGE
+            f": {'Journal' if scheme == 'journal' else 'database'} file {str(path)!r} does not "
+            f"exist. Received: {url!r}",
+            argument=STORAGE,
         )
     folder = path.resolve().parent
     if not folder.is_dir():
@@ -98,9 +148,13 @@ def open_storage(
     *,
     must_exist: bool = False,
     stale_trial_callback: Any = None,
-) -> optuna.storages.RDBStorage:
-    """An Optuna RDB storage with heartbeats and a generous SQLite busy timeout."""
+) -> optuna.storages.BaseStorage:
+    """An Optuna storage: RDB with heartbeats (and a generous SQLite busy timeout), or a
+    Journal file."""
     check_url(url, must_exist=must_exist)
+    journal = journal_path(url)
+    if journal is not None:
+        return _open_journal(url, journal)
     engine_kwargs: dict[str, Any] = {}
     if url.startswith("sqlite"):
         engine_kwargs["connect_args"] = {"timeout": SQLITE_BUSY_SECONDS}
@@ -117,6 +171,26 @@ def open_storage(
         raise ConfigError(
             f"{url!r} cannot be opened: {database_error_text(error)}", argument=STORAGE
         ) from error
+
+
+def _open_journal(url: str, path: Path) -> optuna.storages.JournalStorage:
+    from optuna.storages.journal import (
+        JournalFileBackend,
+        JournalFileOpenLock,
+        JournalFileSymlinkLock,
+    )
+
+    lock_type = JournalFileOpenLock if journal_lock(url) == "open" else JournalFileSymlinkLock
+    try:
+        backend = JournalFileBackend(str(path), lock_obj=lock_type(str(path)))
+        return optuna.storages.JournalStorage(backend)
+    except (OSError, ValueError) as error:  # unreadable, or not a journal (a JSON error)
+        raise ConfigError(f"{url!r} cannot be opened: {error}", argument=STORAGE) from error
+
+
+def has_heartbeat(storage: optuna.storages.BaseStorage) -> bool:
+    """Whether Optuna itself finds this storage's stale trials (RDB heartbeats)."""
+    return isinstance(storage, optuna.storages.RDBStorage)
 
 
 def is_storage_error(error: BaseException) -> bool:

@@ -10,20 +10,52 @@ own tools (:data:`autotune.study.optuna_tools.BASELINE_SUMMARY_KEY`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import optuna
 
+from autotune.config import RunSettings, TrialConfig
+from autotune.exceptions import StudyError, TrialFailure
 from autotune.fidelity import NoiseFloor, noise_floor
 from autotune.measure import Estimate
 from autotune.result import RunResult
 from autotune.schema import BASELINE_KEY, BASELINE_SEEDS, baseline_of
+from autotune.study import board
 from autotune.study.optuna_tools import BASELINE_SUMMARY_KEY, baseline_summary
 
 #: Runs the baseline with one seed: seed -> RunResult; raises StudyError when it fails.
 SeedRunner = Callable[[int], RunResult]
 #: A validation curve as (samples seen, validation loss) pairs.
 Curve = list[tuple[float, float]]
+
+
+def run_seed(
+    run: Callable[[TrialConfig, RunSettings, Path], RunResult],
+    config: TrialConfig,
+    settings: RunSettings,
+    seed: int,
+    log_dir: Path,
+) -> RunResult:
+    """Runs the baseline ``config`` with ``seed`` (throughput measured for seed 0 only, always
+    a curve, never stopped early) and writes it to the TensorBoard view; a failure stops the
+    study with its log."""
+    settings = settings.replace(
+        seed=seed,
+        measure_throughput=seed == BASELINE_SEEDS[0],
+        curve=True,
+        stop_below_samples_per_second=None,
+    )
+    try:
+        result = run(config, settings, log_dir)
+    except TrialFailure as failure:
+        raise StudyError(
+            f"the baseline (seed {seed}) failed ({failure.kind}): {failure.message}; "
+            f"a study needs a working baseline. Its log: {log_dir / 'trial.log'}\n"
+            f"{failure.log_tail}"
+        ) from failure
+    board.baseline_run(log_dir, seed, result)
+    return result
 
 
 def stored(study: optuna.Study) -> dict[str, Any]:
@@ -80,4 +112,4 @@ def reference(study: optuna.Study) -> tuple[Estimate, Curve, NoiseFloor]:
     )
 
 
-__all__ = ["Curve", "SeedRunner", "curve_of", "ensure", "reference", "stored"]
+__all__ = ["Curve", "SeedRunner", "curve_of", "ensure", "reference", "run_seed", "stored"]

@@ -15,14 +15,14 @@ from typing import Any
 
 import optuna
 
-from autotune.config import TrialConfig
+from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import TrialFailure
 from autotune.records import TrialRow
 from autotune.result import RunResult
-from autotune.schema import PROFILE_RERUN_PREFIX
+from autotune.schema import BASELINE_SEEDS, PROFILE_RERUN_PREFIX
 
-#: Runs one profiling re-run: (config, profile folder) -> RunResult; raises TrialFailure.
-ProfilingRunner = Callable[[TrialConfig, Path], RunResult]
+#: Runs one configuration: (config, settings, log folder) -> RunResult; raises TrialFailure.
+ProfilingRunner = Callable[[TrialConfig, RunSettings, Path], RunResult]
 #: Called with (trial number, stored entry) as each re-run is stored.
 ProfileListener = Callable[[int, dict[str, Any]], None]
 
@@ -30,10 +30,18 @@ ProfileListener = Callable[[int, dict[str, Any]], None]
 RERUN_PARTS = ("profile", "profile_error", "input_ablation", "recompilation")
 
 
-def _entry(run: ProfilingRunner, config: TrialConfig, log_dir: Path) -> dict[str, Any]:
+def _entry(
+    run: ProfilingRunner, config: TrialConfig, settings: RunSettings, log_dir: Path
+) -> dict[str, Any]:
     entry: dict[str, Any] = {"log_dir": str(log_dir)}
+    settings = settings.replace(
+        seed=BASELINE_SEEDS[0],
+        curve=False,
+        stop_below_samples_per_second=None,
+        profile_dir=str(log_dir),
+    )
     try:
-        rerun = run(config, log_dir)
+        rerun = run(config, settings, log_dir / "rerun")
     except TrialFailure as failure:
         entry["profile_error"] = f"the profiling re-run failed ({failure.kind}): {failure.message}"
         return entry
@@ -46,11 +54,13 @@ def profile_front(
     study: optuna.Study,
     front: Sequence[TrialRow],
     run: ProfilingRunner,
+    settings: RunSettings,
     log_root: Path,
     on_profile: ProfileListener | None = None,
 ) -> dict[int, dict[str, Any]]:
     """Re-runs each trial of ``front`` that has neither a profile of its own nor a stored
-    re-run, profiling into ``log_root/trial_<n>``. A re-run that fails is stored with its
+    re-run, with ``settings`` but profiling into ``log_root/trial_<n>`` (its log in
+    ``rerun/`` there), seed 0 and without its curve. A re-run that fails is stored with its
     failure and not retried; it never stops the study.
 
     Returns the stored entries by trial number.
@@ -61,7 +71,7 @@ def profile_front(
         key = f"{PROFILE_RERUN_PREFIX}{row.number}"
         if row.config is None or row.profile_source == "trial" or key in attrs:
             continue
-        entry = _entry(run, row.config, log_root / f"trial_{row.number}")
+        entry = _entry(run, row.config, settings, log_root / f"trial_{row.number}")
         study.set_user_attr(key, entry)
         stored[row.number] = entry
         if on_profile is not None:

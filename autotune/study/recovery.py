@@ -1,9 +1,12 @@
 """Crash recovery: trials left RUNNING by a dead worker are failed as interrupted and retried once.
 
-Each trial records its worker (host, pid, process start time) first thing
-(:data:`autotune.schema.WORKER_ATTR`). On start a study fails the RUNNING trials whose worker on
-this host is gone, without waiting for Optuna's heartbeat grace period, and queues one retry with
-the same parameters for every interrupted trial that has none.
+Each trial records its worker first thing (:data:`autotune.schema.WORKER_ATTR`: host, pid and
+process start time, hardware fingerprint, core set and device). Before each trial a study fails
+the RUNNING trials whose worker is gone and queues one retry with the same parameters for every
+interrupted trial that has none. A worker on this host is gone when its process is; one on
+another host when its liveness record is older than the grace period: Optuna's heartbeat on an
+RDB storage (its stale-trial callback is :class:`RetryInterrupted`), autotune's own on a Journal
+file, which has none (:class:`KeepAlive` writes :data:`ALIVE_ATTR` while a trial runs).
 """
 
 from __future__ import annotations
@@ -11,7 +14,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import datetime as dt
+import os
 import socket
+import threading
+import time
+from types import TracebackType
 from typing import Any
 
 import optuna
@@ -19,6 +26,7 @@ import psutil
 from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import FrozenTrial, TrialState
 
+from autotune import hardware
 from autotune.schema import (
     FAILURE_ATTR,
     INTERRUPTED,
@@ -26,7 +34,10 @@ from autotune.schema import (
     WORKER_ATTR,
     failure_of,
 )
-from autotune.storage import quiet_experimental
+from autotune.storage import GRACE_SECONDS, HEARTBEAT_SECONDS, has_heartbeat, quiet_experimental
+
+#: A trial's last sign of life on a storage without heartbeats (seconds since the epoch).
+ALIVE_ATTR = "alive_at"
 
 #: A RUNNING trial without a worker record this old was left by a worker killed while Optuna
 #: created it (seconds).
@@ -51,9 +62,60 @@ class RetryInterrupted(RetryHeartbeatStaleTrialCallback):
 
 def this_worker() -> dict[str, Any]:
     """This process as a trial's worker record: host, pid and start time (seconds since the
-    epoch)."""
+    epoch), the hardware fingerprint its trials are measured with, its core set (the CPUs it
+    and its trials may run on) and its device (``CUDA_VISIBLE_DEVICES``, None when unset)."""
     me = psutil.Process()
-    return {"host": socket.gethostname(), "pid": me.pid, "started": me.create_time()}
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = list(range(os.cpu_count() or 1))
+    return {
+        "host": socket.gethostname(),
+        "pid": me.pid,
+        "started": me.create_time(),
+        "fingerprint": hardware.fingerprint(),
+        "cpus": cpus,
+        "device": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    }
+
+
+class KeepAlive:
+    """While its block runs, writes the trial's :data:`ALIVE_ATTR` every
+    :data:`~autotune.storage.HEARTBEAT_SECONDS` from a thread, on storages without Optuna's
+    heartbeat; nothing on the others."""
+
+    def __init__(self, study: optuna.Study, trial: optuna.Trial) -> None:
+        self._storage = study._storage
+        self._trial_id = trial._trial_id
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if not has_heartbeat(self._storage):
+            self._beat()
+            self._thread = threading.Thread(target=self._run, name="autotune-alive", daemon=True)
+
+    def _beat(self) -> None:
+        with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
+            self._storage.set_trial_user_attr(self._trial_id, ALIVE_ATTR, time.time())
+
+    def _run(self) -> None:
+        while not self._stop.wait(HEARTBEAT_SECONDS):
+            with contextlib.suppress(Exception):  # a storage hiccup: the next beat tries again
+                self._beat()
+
+    def __enter__(self) -> KeepAlive:
+        if self._thread is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
 
 
 def alive(worker: dict[str, Any]) -> bool:
@@ -65,21 +127,33 @@ def alive(worker: dict[str, Any]) -> bool:
         return False
 
 
-def _orphaned(trial: FrozenTrial, host: str, now: dt.datetime) -> bool:
+def _orphaned(trial: FrozenTrial, host: str, now: dt.datetime, heartbeat: bool) -> bool:
     worker = trial.user_attrs.get(WORKER_ATTR)
     if worker is None:
         started = trial.datetime_start or now
         return (now - started).total_seconds() >= UNRECORDED_WORKER_SECONDS
-    return worker.get("host") == host and not alive(worker)
+    if worker.get("host") == host:
+        return not alive(worker)
+    if heartbeat:  # another host's worker on an RDB storage: Optuna's heartbeat decides
+        return False
+    last = trial.user_attrs.get(ALIVE_ATTR)
+    if not isinstance(last, (int, float)):
+        last = (trial.datetime_start or now).timestamp()
+    return now.timestamp() - float(last) > GRACE_SECONDS
 
 
 def fail_orphans(study: optuna.Study, storage: optuna.storages.BaseStorage) -> None:
-    """Fails RUNNING trials whose worker process on this host is gone (killed mid-trial), and
-    those that never recorded a worker (killed between Optuna creating the trial and the
-    objective's first line; a live worker records itself within milliseconds)."""
-    host, now = socket.gethostname(), dt.datetime.now()
+    """Fails RUNNING trials whose worker is gone: its process, on this host (killed
+    mid-trial); its liveness record, from another host on a storage without heartbeats (older
+    than :data:`~autotune.storage.GRACE_SECONDS`); and those that never recorded a worker (killed
+    between Optuna creating the trial and the objective's first line; a live worker records
+    itself within milliseconds). On an RDB storage, Optuna's stale heartbeats first."""
+    host, now, heartbeat = socket.gethostname(), dt.datetime.now(), has_heartbeat(storage)
+    if heartbeat:  # Optuna's own check (it runs before each trial, but not while one waits)
+        with quiet_experimental():
+            optuna.storages.fail_stale_trials(study)
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if not _orphaned(trial, host, now):
+        if not _orphaned(trial, host, now, heartbeat):
             continue
         with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
             storage.set_trial_user_attr(trial._trial_id, FAILURE_ATTR, INTERRUPTED_FAILURE)
@@ -99,7 +173,9 @@ def retry_interrupted(study: optuna.Study) -> None:
 
 
 __all__ = [
+    "ALIVE_ATTR",
     "UNRECORDED_WORKER_SECONDS",
+    "KeepAlive",
     "RetryInterrupted",
     "alive",
     "fail_orphans",

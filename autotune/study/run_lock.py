@@ -7,8 +7,9 @@ a study runs trials (:meth:`~autotune.study.Study.optimize`, :meth:`~autotune.st
 it holds an exclusive ``flock`` on ``<database>.lock`` beside the database file, with who holds
 it written inside; another process asking for it gets a :class:`StudyError` naming the holder.
 The kernel drops the lock when its process ends, however it ends, so a crashed run never blocks
-the next one. Server storages (PostgreSQL) are shared on purpose and take no lock here. No
-TensorFlow here.
+the next one. Storages made for several workers (a Journal file, PostgreSQL) take no lock
+here: their workers coordinate through claims (:mod:`autotune.study.claims`). No TensorFlow
+here.
 """
 
 from __future__ import annotations
@@ -23,14 +24,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from autotune.exceptions import ConfigError, StudyError
-from autotune.storage import storage_files
+from autotune.storage import sqlite_path, storage_files
 
 
 def lock_file(storage_url: str) -> Path | None:
-    """The lock file of an SQLite storage (None for a server storage): the last of
-    :func:`autotune.storage.storage_files`."""
-    files = storage_files(storage_url)
-    return files[-1] if files else None
+    """The lock file of an SQLite storage (None for a Journal file or a server, which several
+    workers share): the last of :func:`autotune.storage.storage_files`."""
+    return storage_files(storage_url)[-1] if sqlite_path(storage_url) is not None else None
 
 
 def _holder(path: Path) -> str:
@@ -68,7 +68,8 @@ def hold(storage_url: str, study_name: str) -> Iterator[None]:
                 f"{storage_url} is in use by {_holder(path)}. An SQLite study runs in one "
                 "process at a time: two would measure the same configurations twice and slow "
                 "each other's trials. Wait for it to finish (or stop it); to share one study "
-                "between several workers, use a PostgreSQL storage (postgresql://...)."
+                "between several workers, use a Journal file on one host "
+                "(journal:///autotune.journal) or PostgreSQL across hosts (postgresql://...)."
             ) from None
         holder = {
             "pid": os.getpid(),

@@ -41,6 +41,7 @@ from autotune.schema import (
     INTERRUPTED_FAILURE,
     LOG_DIR_ATTR,
     RESULT_ATTR,
+    TARGET_KEY,
     THROUGHPUT_ATTR,
     WORKER_ATTR,
     TrialRow,
@@ -57,6 +58,7 @@ from autotune.storage import (
 from autotune.study import (
     baseline,
     board,
+    claims,
     confirming,
     identity,
     prediction,
@@ -64,12 +66,12 @@ from autotune.study import (
     run_lock,
     scoring,
     search,
+    turns,
 )
 from autotune.study.checks import check_budget, check_log_root, check_seed, check_study_name
 from autotune.study.optuna_tools import set_constraints
 from autotune.study.profiling import ProfileListener, profile_front
 from autotune.study.start import (
-    centre_of,
     check_start,
     enqueue_next,
     record_start,
@@ -80,6 +82,9 @@ from autotune.study.storage_guard import StorageGuard, storage_fault
 
 DEFAULT_TOLERANCE = 1.5
 MAX_CONSECUTIVE_FAILURES = 5
+#: Seconds a worker waits, when the trials running elsewhere fill the target, before it looks
+#: again (one of them may fail as interrupted and need a retry).
+WAIT_SECONDS = 1.0
 
 #: Runs one trial: (experiment reference, config, settings, log folder) -> RunResult.
 TrialRunner = Callable[[str, TrialConfig, RunSettings, Path | None], RunResult]
@@ -189,6 +194,7 @@ class Study:
             record_start(self.optuna, starts if start_mode == "structured" else [])
         self._listeners: list[Callable[[TrialRow], None]] = []
         self._on_profile: ProfileListener | None = None
+        self._proposal = claims.Claim(storage, self.name, "proposal")
 
     # ----------------------------------------------------------------- storage and identity
     def _default_log_root(self) -> Path:
@@ -229,30 +235,30 @@ class Study:
     def baseline_config(self) -> TrialConfig:
         return TrialConfig.baseline(self.experiment.base_batch_size)
 
-    def ensure_baseline(self, on_run: Callable[[int, RunResult], None] | None = None) -> None:
+    def ensure_baseline(
+        self,
+        on_run: Callable[[int, RunResult], None] | None = None,
+        on_wait: Callable[[], None] | None = None,
+    ) -> None:
         """Runs the baseline seeds not stored yet (seed 0 with throughput, others curve only)
-        and stores the noise floor. Each run is stored as soon as it ends."""
-        baseline.ensure(self.optuna, self.baseline_config.to_dict(), self._run_baseline, on_run)
+        and stores the noise floor. Each run is stored as soon as it ends. Under the study's
+        baseline claim: while another worker runs it, this one waits (``on_wait`` is called
+        once), then reads it."""
+        claim = claims.Claim(self.storage_url, self.name, "baseline")
+        try:
+            claim.acquire(on_wait)
+            config = self.baseline_config.to_dict()
+            baseline.ensure(self.optuna, config, self._run_baseline, on_run)
+        finally:
+            claim.close()
 
     def _run_baseline(self, seed: int) -> RunResult:
         log_dir = self.log_root / f"baseline_seed_{seed}"
-        settings = self.settings.replace(
-            seed=seed,
-            measure_throughput=seed == BASELINE_SEEDS[0],
-            curve=True,
-            stop_below_samples_per_second=None,
-            profile_dir=self._profile_dir(log_dir),
-        )
-        try:
-            result = self.runner(self.reference, self.baseline_config, settings, log_dir)
-        except TrialFailure as failure:
-            raise StudyError(
-                f"the baseline (seed {seed}) failed ({failure.kind}): {failure.message}; "
-                f"a study needs a working baseline. Its log: {log_dir / 'trial.log'}\n"
-                f"{failure.log_tail}"
-            ) from failure
-        board.baseline_run(log_dir, seed, result)
-        return result
+        settings = self.settings.replace(profile_dir=self._profile_dir(log_dir))
+        return baseline.run_seed(self._run, self.baseline_config, settings, seed, log_dir)
+
+    def _run(self, config: TrialConfig, settings: RunSettings, log_dir: Path) -> RunResult:
+        return self.runner(self.reference, config, settings, log_dir)
 
     def baseline(self) -> dict[str, Any]:
         """The stored baseline: config, per-seed results, noise floor (empty before it runs)."""
@@ -267,6 +273,11 @@ class Study:
         trial.set_user_attr(FAILURE_ATTR, None)
         config = self.space.sample(trial, self.experiment.base_batch_size)
         trial.set_user_attr(CONFIG_ATTR, config.to_dict())
+        self._proposal.release()  # the configuration is claimed: the next worker may propose
+        with recovery.KeepAlive(self.optuna, trial):
+            return self._measured(trial, config)
+
+    def _measured(self, trial: optuna.Trial, config: TrialConfig) -> tuple[float, float]:
         duplicate = prediction.measured_duplicate(self.optuna, trial.number, config)
         if duplicate is not None:
             return scoring.reuse(trial, duplicate)
@@ -342,21 +353,25 @@ class Study:
         if self.read_only:  # opened to read; adding trials needs the same identity
             self.read_only = False
             self._identity(allow_mismatch=False, is_new=False)
+        if n_trials is not None:  # what workers joining later run towards (autotune worker)
+            self.optuna.set_user_attr(TARGET_KEY, n_trials)
         with run_lock.hold(self.storage_url, self.name):
-            self._optimize(n_trials, timeout, time.monotonic())
+            try:
+                self._optimize(n_trials, timeout, time.monotonic())
+            finally:
+                self._proposal.close()
 
     def _optimize(self, n_trials: int | None, timeout: float | None, started: float) -> None:
-        recovery.fail_orphans(self.optuna, self._storage)
-        recovery.retry_interrupted(self.optuna)
         self.ensure_baseline()
         board.study_config(self.log_root, self.space, self.baseline_config)
         consecutive_failures = 0
-        while n_trials is None or self.finished_count() < n_trials:
+        while True:
             if timeout is not None and time.monotonic() - started >= timeout:
                 break
-            if self._exhausted():
+            turn = self._guarded_run_one(n_trials)
+            if turn is None:  # the target is reached, counting the trials other workers run
                 break
-            for row in self._guarded_run_one():
+            for row in turn:
                 consecutive_failures = consecutive_failures + 1 if row.state == "failed" else 0
                 for listener in self._listeners:
                     listener(row)
@@ -369,44 +384,47 @@ class Study:
         if self.profile_mode == "pareto":
             self.profile_pareto(on_profile=self._on_profile)
 
-    def _guarded_run_one(self) -> list[TrialRow]:
+    def _guarded_run_one(self, n_trials: int | None) -> list[TrialRow] | None:
         """:meth:`_run_one`, stopping the study with one line when its storage can no longer be
         written (a full disk, the database file deleted or replaced; see
         :mod:`autotune.study.storage_guard`)."""
         self._guard.check()
         try:
-            return self._run_one()
+            return self._run_one(n_trials)
         except Exception as error:
             fault = storage_fault(error, self.storage_url)
             if fault is None:
                 raise
             raise fault from error
 
-    def _run_one(self) -> list[TrialRow]:
-        """Runs one Optuna trial; returns the trials that finished (one, or none when stopped)."""
+    def _run_one(self, n_trials: int | None) -> list[TrialRow] | None:
+        """Runs one Optuna trial; returns the trials that finished (one, or none when stopped
+        or while other workers' trials fill the target), None once the target is reached.
+        Under the study's proposal claim (:mod:`~autotune.study.claims`), released once the
+        new trial's configuration is stored, dead workers' trials are failed and retried, the
+        trials counted (:mod:`~autotune.study.turns`), the start's next probe enqueued and the
+        trial proposed: no two workers start one configuration or exceed ``n_trials``."""
         finished: list[FrozenTrial] = []
-        enqueue_next(self.optuna, self.space, self.tolerance)
-        with quiet_experimental():
-            self.optuna.optimize(
-                self._objective,
-                n_trials=1,
-                catch=(TrialFailure,),
-                callbacks=[lambda _study, trial: finished.append(trial)],
-                gc_after_trial=False,
-            )
+        with self._proposal:
+            recovery.fail_orphans(self.optuna, self._storage)
+            recovery.retry_interrupted(self.optuna)
+            turn = turns.next_turn(self._stored(), n_trials, self.space, self.baseline_config)
+            if turn == "done":
+                return None
+            if turn == "wait":
+                self._proposal.release()
+                time.sleep(WAIT_SECONDS)
+                return []
+            enqueue_next(self.optuna, self.space, self.tolerance)
+            with quiet_experimental():
+                self.optuna.optimize(
+                    self._objective,
+                    n_trials=1,
+                    catch=(TrialFailure,),
+                    callbacks=[lambda _study, trial: finished.append(trial)],
+                    gc_after_trial=False,
+                )
         return [row_of(trial) for trial in finished]
-
-    def _exhausted(self) -> bool:
-        """Whether every configuration of the space was measured (the baseline's included)."""
-        measured = {
-            tuple(sorted(r.config.to_dict().items()))
-            for r in self.records()
-            if r.config is not None and r.counts
-        }
-        baseline_config = self.baseline_config
-        if centre_of(self.space, baseline_config.batch_size) == baseline_config:  # in the space
-            measured.add(tuple(sorted(baseline_config.to_dict().items())))
-        return len(measured) >= self.space.size()
 
     def profile_pareto(
         self, on_profile: ProfileListener | None = None
@@ -419,18 +437,10 @@ class Study:
         Returns the stored entries by trial number; ``on_profile(number, entry)`` is called as
         each is stored.
         """
+        front = self.pareto_front()
         return profile_front(
-            self.optuna, self.pareto_front(), self._profiling_rerun, self.log_root, on_profile
+            self.optuna, front, self._run, self.settings, self.log_root, on_profile
         )
-
-    def _profiling_rerun(self, config: TrialConfig, log_dir: Path) -> RunResult:
-        settings = self.settings.replace(
-            seed=BASELINE_SEEDS[0],
-            curve=False,
-            stop_below_samples_per_second=None,
-            profile_dir=str(log_dir),
-        )
-        return self.runner(self.reference, config, settings, log_dir / "rerun")
 
     # ----------------------------------------------------------------- confirmation
     def confirm(
@@ -456,11 +466,9 @@ class Study:
             if confirmation.complete:  # done before, or nothing feasible to confirm
                 self.optuna.set_user_attr(CONFIRMATION_KEY, confirmation.to_dict())
                 return confirmation
-
-            def run(config: TrialConfig, settings: RunSettings, folder: Path) -> RunResult:
-                return self.runner(self.reference, config, settings, folder)
-
-            confirmer = confirming.Confirmer(self.optuna, records, run, self.log_root, on_progress)
+            confirmer = confirming.Confirmer(
+                self.optuna, records, self._run, self.log_root, on_progress
+            )
             return confirmer(confirmation, self.settings)
 
     # ----------------------------------------------------------------- queries

@@ -106,7 +106,7 @@ CASES = {
     ),
     "storage_scheme": Case(
         lambda b: [*_run(b)[:-4], "--storage", "redis://localhost/0", "--trials", "1"],
-        lambda b: ["--storage", "['sqlite', 'postgresql', 'mysql']", "Received: 'redis://localhost/0'"],
+        lambda b: ["--storage", "['sqlite', 'journal', 'postgresql', 'mysql']", "Received: 'redis://localhost/0'"],
     ),
     "storage_folder_missing": Case(
         lambda b: [*_run(b)[:-4], "--storage", f"sqlite:///{b.root}/missing/s.db", "--trials", "1"],

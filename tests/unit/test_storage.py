@@ -80,7 +80,7 @@ def test_unknown_scheme(url):
 
     message = error_message(info.value)
     assert info.value.argument == "storage"
-    assert "--storage scheme must be one of ['sqlite', 'postgresql', 'mysql']" in message
+    assert "--storage scheme must be one of ['sqlite', 'journal', 'postgresql', 'mysql']" in message
     assert f"Received: {url!r}" in message
 
 

@@ -926,7 +926,9 @@ def test_resume_leaves_running_trials_of_live_or_remote_workers(make_study):
     )
     remote = make_orphan(study, C, {"host": "another-host.invalid", "pid": 1, "started": 0})
 
-    study.optimize(n_trials=2)
+    # Their trials may still finish: they count towards the target, so the study runs only two
+    # more of four, then waits for them (until its timeout here).
+    study.optimize(n_trials=4, timeout=2)
 
     records = records_by_number(study)
     assert records[live].state == "running"
@@ -1320,9 +1322,10 @@ def test_a_young_running_trial_without_a_worker_record_is_left_alone(make_study)
         warnings.simplefilter("ignore", UserWarning)
         young = study.optuna.ask()  # another worker's trial, a moment before its record
 
-    study.optimize(n_trials=1)
+    study.optimize(n_trials=2, timeout=2)  # one trial; then the young one fills the target
 
     assert records_by_number(study)[young.number].state == "running"
+    assert study.finished_count() == 1
 
 
 # --------------------------------------------------------------------------------------------
