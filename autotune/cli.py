@@ -4,15 +4,13 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 
 from autotune.cli_errors import FLAGS, OneLineErrors, error_message, finite, handle_errors
-from autotune.cli_inputs import check_listen, read_config
+from autotune.cli_inputs import check_listen
 from autotune.cli_options import (
     EXPERIMENT_ARGUMENT,
     MAX_FIDELITY_OPTION,
@@ -20,11 +18,12 @@ from autotune.cli_options import (
     START_OPTION,
     STORAGE_OPTION,
     STUDY_OPTION,
+    quiet_optuna,
     seed_option,
 )
-from autotune.config import RunSettings
+from autotune.cli_trial import trial
+from autotune.cli_workers import FinishedTrials, run_placements, run_worker_options, worker
 from autotune.confirmation import DEFAULT_ROUNDS, DEFAULT_TOP
-from autotune.exceptions import TrialFailure
 from autotune.fidelity import NoiseFloor
 from autotune.profile import PROFILE_MODES
 from autotune.result import RunResult
@@ -37,118 +36,6 @@ if TYPE_CHECKING:
 @click.version_option(package_name="autotune")
 def main() -> None:
     """Find the fastest way to train a Keras model without changing what it learns."""
-
-
-@main.command()
-@EXPERIMENT_ARGUMENT
-@click.option(
-    "--config",
-    "config_text",
-    default='{"batch_size": 32}',
-    show_default=True,
-    help="TrialConfig as JSON, or @file.json. Keys: batch_size, precision, jit_compile, "
-    "prefetch, num_parallel_calls, shuffle_buffer, steps_per_execution.",
-)
-@seed_option("Seed for weights and data order.")
-@click.option(
-    "--windows", type=click.IntRange(min=1), default=7, show_default=True, help="Timed windows."
-)
-@click.option(
-    "--window-seconds",
-    type=click.FloatRange(min=0, min_open=True),
-    callback=finite,
-    default=0.5,
-    show_default=True,
-    help="Target seconds per window.",
-)
-@click.option(
-    "--curve-samples",
-    type=int,
-    default=None,
-    help="Training examples in the fidelity curve (default: the experiment's).",
-)
-@click.option("--no-curve", is_flag=True, help="Measure throughput only.")
-@click.option(
-    "--time-limit",
-    type=click.FloatRange(min=0, min_open=True),
-    callback=finite,
-    default=600.0,
-    show_default=True,
-    help="Seconds before the trial is stopped.",
-)
-@click.option(
-    "--log-dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Keep the trial's log in this folder.",
-)
-@click.option(
-    "--profile-dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Profile one steady window with the TensorBoard profiler into this folder and read it "
-    "with XProf (tensorboard --logdir shows it).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@handle_errors
-def trial(
-    experiment: str,
-    config_text: str,
-    seed: int,
-    windows: int,
-    window_seconds: float,
-    curve_samples: int | None,
-    no_curve: bool,
-    time_limit: float,
-    log_dir: str | None,
-    profile_dir: str | None,
-    as_json: bool,
-) -> None:
-    """Run one isolated, measured trial of EXPERIMENT (default: the bundled digits CNN).
-
-    EXPERIMENT: a bundled experiment (digits_cnn, tabular_mlp, transformer),
-    path/file.py[:name] or module:name.
-
-    Prints the throughput (median samples/s with its 95% CI, warm-up and compilation excluded),
-    the compile time, the validation curve and the settings that took effect.
-    """
-    from autotune.display import show_failure, show_result
-    from autotune.study.checks import check_log_root
-    from autotune.trial.isolation import run_isolated
-
-    config = read_config(config_text)
-    for argument, folder in (("log_dir", log_dir), ("profile_dir", profile_dir)):
-        if folder is not None:
-            check_log_root(Path(folder).resolve(), argument=argument)
-    settings = RunSettings(
-        seed=seed,
-        windows=windows,
-        window_seconds=window_seconds,
-        curve=not no_curve,
-        curve_samples=curve_samples,
-        time_limit_seconds=time_limit,
-        profile_dir=str(Path(profile_dir).resolve()) if profile_dir else None,
-    )
-    console = Console(stderr=as_json)
-    try:
-        with console.status(f"measuring {config.describe()} ..."):
-            result = run_isolated(experiment, config, settings, log_dir=log_dir)
-    except TrialFailure as failure:
-        if as_json:
-            click.echo(json.dumps({"status": "failed", **failure.to_dict()}))
-        else:
-            show_failure(console, failure)
-        sys.exit(1)
-    if as_json:
-        click.echo(json.dumps({"status": "ok", "result": result.to_dict()}, indent=2))
-    else:
-        show_result(console, result)
-
-
-def _quiet_optuna() -> None:
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
 
 
 @main.command()
@@ -222,6 +109,7 @@ def _quiet_optuna() -> None:
     is_flag=True,
     help="Print the study as JSON at the end (schema autotune.study/1; progress goes to stderr).",
 )
+@run_worker_options
 @handle_errors
 def run(
     experiment: str,
@@ -238,6 +126,10 @@ def run(
     confirm_top: int,
     confirm_rounds: int,
     as_json: bool,
+    workers: int,
+    devices: str | None,
+    cpus: str | None,
+    share_cores: bool,
 ) -> None:
     """Tune EXPERIMENT (default: the bundled digits CNN) and store the study in --storage.
 
@@ -259,9 +151,11 @@ def run(
         trials_table,
     )
     from autotune.study import Study
+    from autotune.study.workers import LocalWorkers, set_target
 
-    _quiet_optuna()
+    quiet_optuna()
     console = Console(stderr=as_json)
+    placements = run_placements(storage, workers, devices, cpus, share_cores)
     study = Study(
         experiment,
         space,
@@ -272,12 +166,17 @@ def run(
         start=start,
         allow_mismatch=allow_mismatch,
         profile_mode=profile,
+        placement=placements[0],
     )
     done = study.finished_count()
     console.print(
         f"study [bold]{safe(study.name)}[/] in {safe(storage)}: {done} of {n_trials} trials "
-        f"finished; space {safe(study.space.name)} ({study.space.size():,} configurations)"
+        f"finished; space {safe(study.space.name)} ({study.space.size():,} configurations); "
+        f"{len(placements)} worker{'s' if len(placements) > 1 else ''} on "
+        + ", ".join(p.describe() for p in placements)
     )
+    set_target(study, n_trials)
+    finished = FinishedTrials(study)
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -292,24 +191,31 @@ def run(
             progress.console.print(baseline_line(seed, result))
             progress.advance(baseline_task)
 
-        study.ensure_baseline(on_run=on_baseline)
+        def on_wait() -> None:
+            progress.console.print("waiting for the baseline (another worker runs it)")
+
+        def on_trial(_row: TrialRow | None = None) -> None:  # every worker's, as they finish
+            for row in finished.new():
+                progress.console.print(trial_line(row))
+            progress.update(trials_task, completed=min(study.finished_count(), n_trials))
+
+        def on_profile(number: int, entry: dict[str, Any]) -> None:
+            progress.console.print(profile_line(number, entry))
+
+        study.ensure_baseline(on_run=on_baseline, on_wait=on_wait)
         progress.update(baseline_task, completed=3, visible=False)
         floor = study.baseline().get("noise_floor")
         if floor:
             noise = NoiseFloor.from_dict(floor)
             progress.console.print(f"seed noise floor: {noise.describe()}")
         trials_task = progress.add_task("trials", total=n_trials, completed=min(done, n_trials))
-
-        def on_trial(row: TrialRow) -> None:
-            progress.console.print(trial_line(row))
-            progress.update(trials_task, completed=min(study.finished_count(), n_trials))
-
-        def on_profile(number: int, entry: dict[str, Any]) -> None:
-            progress.console.print(profile_line(number, entry))
-
-        study.add_listener(on_trial)
-        study.on_profile(on_profile)
-        study.optimize(n_trials=n_trials, timeout=timeout)
+        with LocalWorkers(study, placements[1:], seed) as local:  # after the baseline
+            study.add_listener(on_trial)
+            study.on_profile(on_profile)
+            study.optimize(n_trials=n_trials, timeout=timeout)
+        on_trial()
+        for line in local.failures():
+            progress.console.print(safe(line), style="red")
         front = study.pareto_front()
         if front:
             progress.console.print(
@@ -343,7 +249,7 @@ def _read(storage: str, study_name: str | None) -> StudyRecords:
     runs and TensorFlow is not loaded, so a shared or moved database is safe to open."""
     from autotune.records import load_records
 
-    _quiet_optuna()
+    quiet_optuna()
     return load_records(storage, study_name)
 
 
@@ -479,7 +385,7 @@ def dashboard(storage: str, study_name: str | None, port: int, host: str) -> Non
     """
     from autotune.dashboard import create_app, exposure_warning
 
-    _quiet_optuna()
+    quiet_optuna()
     app = create_app(storage, study_name, host=host, port=port)
     check_listen(host, port)
     warning = exposure_warning(host, port)
@@ -491,6 +397,9 @@ def dashboard(storage: str, study_name: str | None, port: int, host: str) -> Non
     except KeyboardInterrupt:
         return
 
+
+main.add_command(trial)
+main.add_command(worker)
 
 __all__ = ["FLAGS", "error_message", "main"]
 

@@ -50,6 +50,10 @@ FLAGS = {
     "top": "--confirm-top",
     "rounds": "--confirm-rounds",
     "plotly_js": "--plotly-js",
+    "workers": "--workers",
+    "devices": "--devices",
+    "device": "--device",
+    "cpus": "--cpus",
 }
 
 

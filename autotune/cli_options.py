@@ -67,6 +67,14 @@ PLOTLY_JS_OPTION = click.option(
     "Plotly's CDN (tens of kB for a small study; drawing the figures needs the network).",
 )
 
+
+def quiet_optuna() -> None:
+    """Only Optuna's errors on the console: autotune prints its own progress."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+
+
 __all__ = [
     "EXPERIMENT_ARGUMENT",
     "MAX_FIDELITY_OPTION",
@@ -74,5 +82,6 @@ __all__ = [
     "START_OPTION",
     "STORAGE_OPTION",
     "STUDY_OPTION",
+    "quiet_optuna",
     "seed_option",
 ]

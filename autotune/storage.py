@@ -11,6 +11,7 @@ file has none, so :mod:`autotune.study.recovery` keeps its own liveness record t
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import warnings
 from collections.abc import Iterator
@@ -143,6 +144,14 @@ def check_url(url: str, *, must_exist: bool = False) -> None:
         )
 
 
+def engine_url(url: str) -> str:
+    """``url`` as SQLAlchemy opens it: a bare ``postgresql://`` goes through psycopg 3 (the
+    driver autotune installs), not SQLAlchemy's default psycopg2."""
+    if url.startswith("postgresql://"):
+        return "postgresql+psycopg://" + url[len("postgresql://") :]
+    return url
+
+
 def open_storage(
     url: str = DEFAULT_STORAGE,
     *,
@@ -161,7 +170,7 @@ def open_storage(
     try:
         with quiet_experimental():
             return optuna.storages.RDBStorage(
-                url,
+                engine_url(url),
                 engine_kwargs=engine_kwargs,
                 heartbeat_interval=HEARTBEAT_SECONDS,
                 grace_period=GRACE_SECONDS,
@@ -181,6 +190,7 @@ def _open_journal(url: str, path: Path) -> optuna.storages.JournalStorage:
     )
 
     lock_type = JournalFileOpenLock if journal_lock(url) == "open" else JournalFileSymlinkLock
+    _check_journal(url, path)
     try:
         backend = JournalFileBackend(str(path), lock_obj=lock_type(str(path)))
         return optuna.storages.JournalStorage(backend)
@@ -188,9 +198,44 @@ def _open_journal(url: str, path: Path) -> optuna.storages.JournalStorage:
         raise ConfigError(f"{url!r} cannot be opened: {error}", argument=STORAGE) from error
 
 
+def _check_journal(url: str, path: Path) -> None:
+    """Refuses an existing file that is not an Optuna Journal (whose records Optuna would
+    otherwise skip as unreadable, then append its own to: a database given by mistake would be
+    damaged)."""
+    try:
+        with open(path, "rb") as journal:
+            first = journal.readline(1 << 16)
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise ConfigError(
+            f"{url!r} cannot be read: {error.strerror or error}", argument=STORAGE
+        ) from error
+    if not first:
+        return
+    try:
+        record = json.loads(first)
+    except ValueError:
+        record = None
+    if isinstance(record, dict) and "op_code" in record:
+        return
+    what = (
+        "an SQLite database (use sqlite:///...)"
+        if first.startswith(b"SQLite format 3")
+        else "not an Optuna Journal file: its first line is not a journal record"
+    )
+    raise ConfigError(
+        f"{str(path)!r} is {what}; autotune does not write to it. Received: {url!r}",
+        argument=STORAGE,
+    )
+
+
 def has_heartbeat(storage: optuna.storages.BaseStorage) -> bool:
-    """Whether Optuna itself finds this storage's stale trials (RDB heartbeats)."""
-    return isinstance(storage, optuna.storages.RDBStorage)
+    """Whether Optuna itself finds this storage's stale trials (RDB heartbeats; a study wraps
+    its RDB storage in a cache that has them too)."""
+    from optuna.storages._heartbeat import is_heartbeat_enabled
+
+    return is_heartbeat_enabled(storage)
 
 
 def is_storage_error(error: BaseException) -> bool:

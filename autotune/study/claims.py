@@ -29,7 +29,7 @@ from types import TracebackType
 from typing import Any
 
 from autotune.exceptions import ConfigError
-from autotune.storage import STORAGE, journal_path, sqlite_path
+from autotune.storage import STORAGE, engine_url, journal_path
 
 CLAIMS = ("baseline", "proposal")
 #: Seconds between two tries of a claim another worker holds.
@@ -99,7 +99,7 @@ class Claim:
 
         if self._connection is None:
             self._engine = sqlalchemy.create_engine(
-                self.storage_url, poolclass=sqlalchemy.pool.NullPool
+                engine_url(self.storage_url), poolclass=sqlalchemy.pool.NullPool
             )
             self._connection = self._engine.connect().execution_options(
                 isolation_level="AUTOCOMMIT"
@@ -154,9 +154,4 @@ class Claim:
         self.release()
 
 
-def needs_claims(storage_url: str) -> bool:
-    """Whether several processes may work on this storage at once (so claims are real)."""
-    return sqlite_path(storage_url) is None and scheme_of(storage_url) in ("journal", "postgresql")
-
-
-__all__ = ["CLAIMS", "POLL_SECONDS", "Claim", "check_workers", "needs_claims", "scheme_of"]
+__all__ = ["CLAIMS", "POLL_SECONDS", "Claim", "check_workers", "scheme_of"]

@@ -100,6 +100,24 @@ def start(records: StudyRecords, top: int, rounds: int, seeds: Sequence[int]) ->
     return Confirmation(rounds, tuple(seeds), records.baseline.config, (), candidates)
 
 
+def confirm(
+    study: optuna.Study,
+    records: StudyRecords,
+    plan: tuple[int, int, Sequence[int]],
+    run: ConfirmRunner,
+    settings: RunSettings,
+    log_root: Path,
+    on_progress: ProgressListener | None = None,
+) -> Confirmation:
+    """Starts, resumes or returns the confirmation of ``plan`` (top, rounds, seeds): one done
+    before for the same candidates is stored as it is and returned."""
+    confirmation = start(records, *plan)
+    if confirmation.complete:  # done before, or nothing feasible to confirm
+        study.set_user_attr(CONFIRMATION_KEY, confirmation.to_dict())
+        return confirmation
+    return Confirmer(study, records, run, log_root, on_progress)(confirmation, settings)
+
+
 class Confirmer:
     """Runs a :class:`Confirmation` to the end, storing it in ``study`` as it goes."""
 
@@ -351,6 +369,7 @@ __all__ = [
     "ProgressListener",
     "candidates_of",
     "check_plan",
+    "confirm",
     "curve_settings",
     "speed_settings",
     "start",

@@ -69,6 +69,23 @@ def differences(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:
     ]
 
 
+def _fact(facts: dict[str, Any], key: str) -> Any:
+    if key == "usable_cores":  # stored before core sets: the whole machine
+        return facts.get(key, facts.get("logical_cores"))
+    return facts.get(key)
+
+
+def hardware_differences(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """The fingerprinted facts behind a hardware difference (the CPU, its cores, the cores
+    this process may use, the GPUs, the architecture), as 'key: stored X, now Y'."""
+    keys = ("cpu", "logical_cores", "usable_cores", "gpus", "machine")
+    return [
+        f"{key}: stored {_fact(stored, key)!r}, now {_fact(current, key)!r}"
+        for key in keys
+        if _fact(stored, key) != _fact(current, key)
+    ]
+
+
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -110,6 +127,9 @@ def check(
     """Refuses a stored identity other than ``current`` unless ``allow_mismatch``; with
     ``ledger``, an allowed mismatch is appended to the study's record of them."""
     found = differences(study.user_attrs[IDENTITY_KEY], current)
+    if any(line.startswith("hardware:") for line in found):
+        stored_facts = (study.user_attrs.get(INFO_KEY) or {}).get("hardware") or {}
+        found = [*found, *hardware_differences(stored_facts, hardware.hardware())]
     if found and not allow_mismatch:
         raise ConfigError(
             f"study {study.study_name!r} in {storage_url!r} was made with different settings "
@@ -123,4 +143,12 @@ def check(
         study.set_user_attr(MISMATCHES_KEY, allowed)
 
 
-__all__ = ["PER_RUN_SETTINGS", "check", "differences", "identity", "measurement", "record"]
+__all__ = [
+    "PER_RUN_SETTINGS",
+    "check",
+    "differences",
+    "hardware_differences",
+    "identity",
+    "measurement",
+    "record",
+]

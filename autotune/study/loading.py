@@ -8,6 +8,7 @@ import optuna
 
 from autotune.config import RunSettings
 from autotune.exceptions import ConfigError
+from autotune.placement import Placement
 from autotune.schema import IDENTITY_KEY, INFO_KEY
 from autotune.space import space_from_dict
 from autotune.storage import DEFAULT_STORAGE, STUDY_NAME, open_storage, pick_study_name
@@ -19,10 +20,15 @@ def load_study(
     study_name: str | None = None,
     *,
     runner: TrialRunner | None = None,
+    seed: int = 0,
+    placement: Placement | None = None,
+    read_only: bool = True,
 ) -> Study:
     """Opens a stored study with the experiment and space it was made with.
 
-    With ``study_name`` None, the storage must hold exactly one study.
+    With ``study_name`` None, the storage must hold exactly one study. ``read_only`` False
+    checks the identity at once (a worker on other hardware is refused before it runs
+    anything); ``seed`` and ``placement`` as in :class:`Study`.
     """
     probe = open_storage(storage, must_exist=True)
     name = pick_study_name(probe, storage, study_name)
@@ -39,7 +45,9 @@ def load_study(
         tolerance=stored.user_attrs[IDENTITY_KEY]["tolerance"],
         settings=RunSettings().replace(**info.get("settings", {})),
         runner=runner,
-        read_only=True,
+        seed=seed,
+        placement=placement,
+        read_only=read_only,
     )
 
 

@@ -119,10 +119,12 @@ class KeepAlive:
 
 
 def alive(worker: dict[str, Any]) -> bool:
-    """Whether the worker process (pid and start time) still runs on this host."""
+    """Whether the worker process (pid and start time) still runs on this host (a zombie, killed
+    but not yet reaped by its parent, does not)."""
     try:
         process = psutil.Process(int(worker.get("pid", -1)))
-        return abs(process.create_time() - float(worker.get("started", 0))) < 1.0
+        same = abs(process.create_time() - float(worker.get("started", 0))) < 1.0
+        return same and process.status() != psutil.STATUS_ZOMBIE
     except (psutil.Error, ValueError):
         return False
 

@@ -26,6 +26,9 @@ from pathlib import Path
 from autotune.exceptions import ConfigError, StudyError
 from autotune.storage import sqlite_path, storage_files
 
+#: The lock files this process holds (a block holding one may call another that asks again).
+_held: set[Path] = set()
+
 
 def lock_file(storage_url: str) -> Path | None:
     """The lock file of an SQLite storage (None for a Journal file or a server, which several
@@ -47,9 +50,9 @@ def _holder(path: Path) -> str:
 @contextlib.contextmanager
 def hold(storage_url: str, study_name: str) -> Iterator[None]:
     """Holds the storage's run lock while the block runs trials; raises StudyError at once when
-    another process holds it."""
+    another process holds it. Re-entrant: a block inside one holding it holds it already."""
     path = lock_file(storage_url)
-    if path is None:
+    if path is None or path in _held:  # a server, or held already by this process
         yield
         return
     try:
@@ -79,7 +82,11 @@ def hold(storage_url: str, study_name: str) -> Iterator[None]:
         }
         os.ftruncate(descriptor, 0)
         os.pwrite(descriptor, json.dumps(holder).encode(), 0)
-        yield
+        _held.add(path)
+        try:
+            yield
+        finally:
+            _held.discard(path)
     finally:
         os.close(descriptor)  # releases the lock
 

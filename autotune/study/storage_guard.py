@@ -21,12 +21,15 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from autotune.exceptions import StudyError, error_chain
 from autotune.storage import sqlite_path
 
 _RESUME = "trials stored before are kept; run the same command again to resume"
+T = TypeVar("T")
 
 
 def _file_id(path: Path) -> tuple[int, int] | None:
@@ -61,6 +64,18 @@ class StorageGuard:
             f"the storage {str(self.path)!r} was {what} while the study ran; the study stopped. "
             "Put the database back and run the same command again to resume"
         )
+
+    def run(self, action: Callable[[], T]) -> T:
+        """``action()`` after :meth:`check`, raising the one-line :func:`storage_fault` in place
+        of an error that means the storage can no longer be written."""
+        self.check()
+        try:
+            return action()
+        except Exception as error:
+            fault = storage_fault(error, self.storage_url)
+            if fault is None:
+                raise
+            raise fault from error
 
 
 def storage_fault(error: BaseException, storage_url: str) -> StudyError | None:

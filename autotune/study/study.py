@@ -9,7 +9,8 @@ with a violated constraint so the sampler ranks it as dominated (:mod:`autotune.
 duplicate of a measured configuration reuses its measurement, and one
 predicted to run out of memory is pruned without running (:mod:`autotune.study.prediction`).
 Running the same study again resumes it (:mod:`autotune.study.identity`,
-:mod:`autotune.study.recovery`). No TensorFlow here: trials run through :mod:`autotune.trial`.
+:mod:`autotune.study.recovery`); several workers may share it (:mod:`autotune.study.claims`,
+:mod:`autotune.placement`). No TensorFlow here: trials run through :mod:`autotune.trial`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from autotune.confirmation import DEFAULT_ROUNDS, DEFAULT_TOP, EXTRA_SEEDS, Conf
 from autotune.exceptions import ConfigError, StudyError, TrialFailure
 from autotune.experiment import Experiment, load_experiment, reference_of
 from autotune.log_folders import default_log_root
+from autotune.placement import HostClaim, Placement
 from autotune.profile import check_mode
 from autotune.recipe import Recipe
 from autotune.records import StudyRecords, read_records
@@ -35,7 +37,6 @@ from autotune.result import RunResult
 from autotune.schema import (
     BASELINE_SEEDS,
     CONFIG_ATTR,
-    CONFIRMATION_KEY,
     FAILURE_ATTR,
     IDENTITY_KEY,
     INTERRUPTED_FAILURE,
@@ -78,7 +79,7 @@ from autotune.study.start import (
     space_params,
     structured_start,
 )
-from autotune.study.storage_guard import StorageGuard, storage_fault
+from autotune.study.storage_guard import StorageGuard
 
 DEFAULT_TOLERANCE = 1.5
 MAX_CONSECUTIVE_FAILURES = 5
@@ -106,34 +107,33 @@ class Study:
         experiment: an :class:`Experiment` (defined at the top level of a module or file) or a
             reference: a bundled experiment's name ("digits_cnn") or "my_model.py:experiment".
         space: a :class:`SearchSpace`, a TOML file path or a bundled space's name ("quick").
-        storage: an Optuna storage URL; SQLite by default.
+        storage: an Optuna storage URL: SQLite by default; a Journal file or PostgreSQL for
+            several workers (:mod:`autotune.storage`).
         study_name: defaults to "<experiment>-<space>".
         tolerance: largest fidelity distance a configuration may have, in units of the seed
             noise floor (1.0 = as different as a re-run with another seed).
         settings: measurement settings; the space's [measure] overrides apply on top.
-        read_only: open a stored study to read it (what ``load_study`` does): an identity that
-            differs (another machine, other library versions) is neither refused nor recorded
-            until :meth:`optimize` is called, which then refuses it.
+        read_only: open a stored study to read it (``load_study``): an identity that differs
+            is neither refused nor recorded until :meth:`optimize`, which then refuses it.
         allow_mismatch: resume even if the stored study was made with another experiment,
             space, objectives, tolerance, hardware or library versions.
-        seed: seed of the sampler; on resume it is offset by the trials already stored, so the
-            sampler does not replay its earlier draws.
+        seed: seed of the sampler, offset on resume by the trials stored (no replayed draws).
         start: "structured" (default) begins a new study with the baseline's one-factor
             neighbours and the checklist configuration, "random" with the sampler's own draws
             (see :mod:`autotune.study.search`). A stored study keeps the start it was made with.
         sampler: an Optuna sampler to use instead of autotune's TPE (``seed`` is then unused).
         runner: runs one trial; the default runs it in a fresh process.
         log_root: folder for per-trial logs and profiles; defaults to
-            ``autotune_logs/<study key>`` beside an SQLite database, else in the current folder,
-            where the key is a slug of the study name and a hash of the storage and the name
+            ``autotune_logs/<study key>`` beside a database file, else in the current folder
             (:func:`autotune.log_folders.study_key`). ``tensorboard --logdir`` on it shows each
             profiled trial as a run (``trial_<n>``, ``baseline_seed_0``).
         profile_mode: "all" profiles one steady window of every trial and of the baseline;
             "pareto" re-runs the Pareto-front trials with profiling when :meth:`optimize` ends
             (see :meth:`profile_pareto`); "off" never profiles. Profiling happens after the
-            timed windows, so it never changes a throughput figure; it is not part of the
-            study's identity and may differ between runs of the same study.
+            timed windows, so it never changes a throughput figure (nor the identity).
         max_consecutive_failures: stop after this many failed trials in a row.
+        placement: the cores or GPU this process and its trials run on, claimed on this host
+            while trials run (:mod:`autotune.placement`); default: every usable core.
     """
 
     def __init__(
@@ -154,6 +154,7 @@ class Study:
         log_root: str | Path | None = None,
         profile_mode: str = "all",
         max_consecutive_failures: int = MAX_CONSECUTIVE_FAILURES,
+        placement: Placement | None = None,
     ) -> None:
         self.profile_mode = check_mode(profile_mode)
         if not is_positive_finite(tolerance):
@@ -174,6 +175,8 @@ class Study:
         self.runner: TrialRunner = runner or isolated_runner
         self.max_consecutive_failures = max_consecutive_failures
         check_url(storage)
+        self.placement = placement or Placement()
+        self.placement.apply()  # before the identity: a core set is part of the fingerprint
         self.log_root = Path(log_root or self._default_log_root()).resolve()
         if not read_only:
             check_log_root(self.log_root)
@@ -195,6 +198,7 @@ class Study:
         self._listeners: list[Callable[[TrialRow], None]] = []
         self._on_profile: ProfileListener | None = None
         self._proposal = claims.Claim(storage, self.name, "proposal")
+        self._host = HostClaim(self.placement, self.name)
 
     # ----------------------------------------------------------------- storage and identity
     def _default_log_root(self) -> Path:
@@ -245,12 +249,14 @@ class Study:
         baseline claim: while another worker runs it, this one waits (``on_wait`` is called
         once), then reads it."""
         claim = claims.Claim(self.storage_url, self.name, "baseline")
-        try:
-            claim.acquire(on_wait)
-            config = self.baseline_config.to_dict()
-            baseline.ensure(self.optuna, config, self._run_baseline, on_run)
-        finally:
-            claim.close()
+        with run_lock.hold(self.storage_url, self.name):
+            try:
+                claim.acquire(on_wait)
+                with self._host:
+                    config = self.baseline_config.to_dict()
+                    baseline.ensure(self.optuna, config, self._run_baseline, on_run)
+            finally:
+                claim.close()
 
     def _run_baseline(self, seed: int) -> RunResult:
         log_dir = self.log_root / f"baseline_seed_{seed}"
@@ -269,7 +275,8 @@ class Study:
 
     # ----------------------------------------------------------------- one trial
     def _objective(self, trial: optuna.Trial) -> tuple[float, float]:
-        trial.set_user_attr(WORKER_ATTR, recovery.this_worker())  # first: see fail_orphans
+        worker = recovery.this_worker() | {"shared": self.placement.shared}
+        trial.set_user_attr(WORKER_ATTR, worker)  # first: see fail_orphans
         trial.set_user_attr(FAILURE_ATTR, None)
         config = self.space.sample(trial, self.experiment.base_batch_size)
         trial.set_user_attr(CONFIG_ATTR, config.to_dict())
@@ -347,7 +354,9 @@ class Study:
         Running it again with the same ``n_trials`` completes the remainder: completed trials
         are kept, configurations already measured are not re-run, and a trial interrupted by a
         crash of this process is failed and retried once with the same parameters. Another
-        process running trials on the same SQLite study is refused (:mod:`~.run_lock`).
+        process running trials on the same SQLite study is refused (:mod:`~.run_lock`); on a
+        Journal file or PostgreSQL, workers share the study and its ``n_trials`` (stored for
+        ``autotune worker``), each trial running elsewhere counting towards it.
         """
         check_budget(n_trials, timeout)
         if self.read_only:  # opened to read; adding trials needs the same identity
@@ -355,7 +364,7 @@ class Study:
             self._identity(allow_mismatch=False, is_new=False)
         if n_trials is not None:  # what workers joining later run towards (autotune worker)
             self.optuna.set_user_attr(TARGET_KEY, n_trials)
-        with run_lock.hold(self.storage_url, self.name):
+        with run_lock.hold(self.storage_url, self.name), self._host:
             try:
                 self._optimize(n_trials, timeout, time.monotonic())
             finally:
@@ -368,7 +377,7 @@ class Study:
         while True:
             if timeout is not None and time.monotonic() - started >= timeout:
                 break
-            turn = self._guarded_run_one(n_trials)
+            turn = self._guard.run(lambda: self._run_one(n_trials))
             if turn is None:  # the target is reached, counting the trials other workers run
                 break
             for row in turn:
@@ -383,19 +392,6 @@ class Study:
                     )
         if self.profile_mode == "pareto":
             self.profile_pareto(on_profile=self._on_profile)
-
-    def _guarded_run_one(self, n_trials: int | None) -> list[TrialRow] | None:
-        """:meth:`_run_one`, stopping the study with one line when its storage can no longer be
-        written (a full disk, the database file deleted or replaced; see
-        :mod:`autotune.study.storage_guard`)."""
-        self._guard.check()
-        try:
-            return self._run_one(n_trials)
-        except Exception as error:
-            fault = storage_fault(error, self.storage_url)
-            if fault is None:
-                raise
-            raise fault from error
 
     def _run_one(self, n_trials: int | None) -> list[TrialRow] | None:
         """Runs one Optuna trial; returns the trials that finished (one, or none when stopped
@@ -459,17 +455,17 @@ class Study:
         seeds = confirming.check_plan(top, rounds, extra_seeds)
         if top == 0:
             return None
-        with run_lock.hold(self.storage_url, self.name):
+        with run_lock.hold(self.storage_url, self.name), self._host:
             self.ensure_baseline()
-            records = self._stored()
-            confirmation = confirming.start(records, top, rounds, seeds)
-            if confirmation.complete:  # done before, or nothing feasible to confirm
-                self.optuna.set_user_attr(CONFIRMATION_KEY, confirmation.to_dict())
-                return confirmation
-            confirmer = confirming.Confirmer(
-                self.optuna, records, self._run, self.log_root, on_progress
+            return confirming.confirm(
+                self.optuna,
+                self._stored(),
+                (top, rounds, seeds),
+                self._run,
+                self.settings,
+                self.log_root,
+                on_progress,
             )
-            return confirmer(confirmation, self.settings)
 
     # ----------------------------------------------------------------- queries
     def records(self) -> list[TrialRow]:

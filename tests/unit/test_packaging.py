@@ -108,7 +108,8 @@ def test_the_wheel_declares_the_command_and_the_dependencies(wheel) -> None:
     assert {r.split(";")[0].replace(" ", "") for r in requires} >= {
         "optuna<6,>=5.0",
         "xprof<3,>=2.20",
-        "sqlalchemy>=1.4.2",
+        "sqlalchemy>=2.0.14",
+        "psycopg[binary]>=3.1",
     }
 
 

@@ -16,6 +16,11 @@ from autotune.storage import (
     GRACE_SECONDS,
     HEARTBEAT_SECONDS,
     check_url,
+    database_file,
+    engine_url,
+    has_heartbeat,
+    journal_lock,
+    journal_path,
     open_storage,
     pick_study_name,
     sqlite_path,
@@ -303,3 +308,99 @@ def test_pick_an_unknown_name_lists_the_names():
 def test_pick_a_name_from_an_empty_storage():
     with pytest.raises(ConfigError, match="it holds: no study"):
         pick_study_name(storage_with(), "sqlite:///x.db", "c")
+
+
+# --------------------------------------------------------------------------------------------
+# Journal files (several workers on one host)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "path", "lock"),
+    [
+        ("journal:///study.journal", Path("study.journal"), "symlink"),
+        ("journal:////abs/s.journal", Path("/abs/s.journal"), "symlink"),
+        ("journal:///s.journal?lock=open", Path("s.journal"), "open"),
+        ("journal:///s.journal?lock=symlink", Path("s.journal"), "symlink"),
+    ],
+)
+def test_journal_urls_name_a_file_and_its_lock(url, path, lock):
+    assert journal_path(url) == path
+    assert database_file(url) == path
+    assert journal_lock(url) == lock
+
+
+@pytest.mark.parametrize("url", ["journal:///s.journal?lock=nfs", "journal:///s.journal?x=1"])
+def test_a_journal_url_with_an_unknown_option_is_refused(url, tmp_path):
+    with pytest.raises(ConfigError) as info:
+        check_url(url)
+
+    assert "one option, ?lock= with one of ['symlink', 'open']" in str(info.value)
+    assert f"Received: {url!r}" in str(info.value)
+
+
+def test_a_journal_url_without_a_file_is_refused():
+    with pytest.raises(ConfigError, match="must name a Journal file"):
+        check_url("journal:///")
+
+
+def test_a_journal_file_that_does_not_exist_is_named_when_it_must(tmp_path):
+    with pytest.raises(ConfigError, match=r"Journal file .* does not exist"):
+        check_url(f"journal:///{tmp_path}/none.journal", must_exist=True)
+
+
+@pytest.mark.parametrize("lock", ["symlink", "open"])
+def test_a_journal_file_opens_as_optunas_journal_storage(tmp_path, lock):
+    url = f"journal:///{tmp_path}/s.journal?lock={lock}"
+
+    storage = open_storage(url)
+    optuna.create_study(storage=storage, study_name="one")
+
+    assert isinstance(storage, optuna.storages.JournalStorage)
+    assert not has_heartbeat(storage)
+    assert study_names(open_storage(url, must_exist=True)) == ["one"]
+
+
+def test_a_file_that_is_not_a_journal_is_refused_naming_it(tmp_path):
+    path = tmp_path / "not.journal"
+    path.write_text("this is not JSON\n", encoding="utf-8")
+
+    with pytest.raises(ConfigError) as info:
+        open_storage(f"journal:///{path}", must_exist=True)
+
+    assert f"{str(path)!r} is not an Optuna Journal file" in str(info.value)
+    assert path.read_text(encoding="utf-8") == "this is not JSON\n"  # untouched
+
+
+def test_an_sqlite_database_given_as_a_journal_is_refused_untouched(tmp_path):
+    database = tmp_path / "study.db"
+    optuna.create_study(storage=open_storage(f"sqlite:///{database}"), study_name="kept")
+    before = database.read_bytes()
+
+    with pytest.raises(ConfigError, match=r"is an SQLite database \(use sqlite:///"):
+        open_storage(f"journal:///{database}")
+
+    assert database.read_bytes() == before
+
+
+def test_journal_storage_files_are_the_journal_and_its_locks():
+    assert storage_files("journal:///runs/s.journal") == (
+        Path("runs/s.journal"),
+        Path("runs/s.journal.lock"),
+        Path("runs/s.journal.baseline.lock"),
+        Path("runs/s.journal.proposal.lock"),
+    )
+
+
+def test_a_bare_postgresql_url_goes_through_psycopg_3():
+    assert engine_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"
+    assert engine_url("postgresql+psycopg2://u@h/db") == "postgresql+psycopg2://u@h/db"
+    assert engine_url("sqlite:///a.db") == "sqlite:///a.db"
+
+
+def test_a_postgresql_study_opens_with_heartbeats(postgres_url):
+    storage = open_storage(postgres_url)
+    optuna.create_study(storage=storage, study_name="pg")
+
+    assert has_heartbeat(storage)
+    assert study_names(storage) == ["pg"]
