@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from autotune.config import TrialConfig
+from autotune.config import THREAD_SETTINGS, TrialConfig
 from autotune.measure import Estimate, summarize
 
 #: The performance settings of a configuration, in the order they are reported.
@@ -30,6 +30,7 @@ SETTINGS = (
     "num_parallel_calls",
     "shuffle_buffer",
     "steps_per_execution",
+    *THREAD_SETTINGS,
 )
 #: Settings that change how fast steps run, never which examples they see or in what order: the
 #: map is deterministic at any parallelism, prefetch only buffers (:mod:`autotune.trial.pipeline`)

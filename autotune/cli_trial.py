@@ -24,7 +24,8 @@ from autotune.exceptions import TrialFailure
     default='{"batch_size": 32}',
     show_default=True,
     help="TrialConfig as JSON, or @file.json. Keys: batch_size, precision, jit_compile, "
-    "prefetch, num_parallel_calls, shuffle_buffer, steps_per_execution.",
+    "prefetch, num_parallel_calls, shuffle_buffer, steps_per_execution, intra_op_threads, "
+    "inter_op_threads, private_threadpool_size.",
 )
 @seed_option("Seed for weights and data order.")
 @click.option(

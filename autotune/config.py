@@ -35,8 +35,16 @@ LIMITS = {
     "prefetch": 1 << 12,
     "num_parallel_calls": 1 << 12,
     "steps_per_execution": 1 << 12,
+    "intra_op_threads": 1 << 10,
+    "inter_op_threads": 1 << 10,
+    "private_threadpool_size": 1 << 10,
     "seed": 2**32 - 1,  # numpy's seed range
 }
+
+
+#: TrialConfig's CPU thread counts (0: the default), set in the trial process before TensorFlow
+#: runs anything (:mod:`autotune.trial.threads`).
+THREAD_SETTINGS = ("intra_op_threads", "inter_op_threads", "private_threadpool_size")
 
 
 def _range_text(minimum: int, maximum: int | None) -> str:
@@ -131,6 +139,11 @@ class TrialConfig:
         steps_per_execution: training steps Keras runs per call of its training function
             (``model.compile(steps_per_execution=...)``): fewer calls from Python, less
             per-step overhead; the same batches in the same order, so the same learning.
+        intra_op_threads: threads TensorFlow gives one op (``tf.config.threading``); 0 leaves
+            TensorFlow's default (one per usable core).
+        inter_op_threads: ops TensorFlow runs at once; 0 leaves its default.
+        private_threadpool_size: threads of the training pipeline's own tf.data pool
+            (``tf.data.Options().threading``); 0 shares TensorFlow's.
     """
 
     batch_size: int
@@ -140,6 +153,9 @@ class TrialConfig:
     num_parallel_calls: Tunable = AUTOTUNE
     shuffle_buffer: int = 1024
     steps_per_execution: int = 1
+    intra_op_threads: int = 0
+    inter_op_threads: int = 0
+    private_threadpool_size: int = 0
 
     def __post_init__(self) -> None:
         _check_int("TrialConfig", "batch_size", self.batch_size, 1)
@@ -157,6 +173,8 @@ class TrialConfig:
         _check_tunable("TrialConfig", "num_parallel_calls", self.num_parallel_calls, 1)
         _check_int("TrialConfig", "shuffle_buffer", self.shuffle_buffer, 1)
         _check_int("TrialConfig", "steps_per_execution", self.steps_per_execution, 1)
+        for name in THREAD_SETTINGS:
+            _check_int("TrialConfig", name, getattr(self, name), 0)
 
     @classmethod
     def baseline(cls, batch_size: int) -> TrialConfig:
@@ -180,12 +198,17 @@ class TrialConfig:
 
     def describe(self) -> str:
         """A one-line summary for people, e.g. 'bs=128 mixed_bfloat16 xla pf=autotune ...'
-        (steps per execution only where it is not 1)."""
+        (steps per execution only where it is not 1, thread counts only where set)."""
         steps = f" steps={self.steps_per_execution}" if self.steps_per_execution != 1 else ""
+        threads = "".join(
+            f" {label}={getattr(self, name)}"
+            for name, label in zip(THREAD_SETTINGS, ("intra", "inter", "data-pool"), strict=True)
+            if getattr(self, name)
+        )
         return (
             f"bs={self.batch_size} {self.precision} {'xla' if self.jit_compile else 'no-xla'} "
             f"prefetch={self.prefetch} parallel={self.num_parallel_calls} "
-            f"shuffle={self.shuffle_buffer}{steps}"
+            f"shuffle={self.shuffle_buffer}{steps}{threads}"
         )
 
     @property

@@ -313,8 +313,9 @@ def _set_dtype_policy(name: str) -> None:
 
 
 def apply(recipe: Recipe | str | Path, experiment: Experiment | None = None) -> AppliedRecipe:
-    """Sets the recipe's Keras dtype policy (call it before building the model) and returns
-    the settings a trial of it used (see :class:`AppliedRecipe`).
+    """Sets the recipe's Keras dtype policy and TensorFlow thread counts (call it before
+    building the model; thread counts before TensorFlow runs anything, else ConfigError) and
+    returns the settings a trial of it used (see :class:`AppliedRecipe`).
 
     ``recipe`` is a :class:`Recipe` or the path of a recipe file. With ``experiment``, the
     learning rate comes from its scaling rule for the recipe's batch size (as in a trial).
@@ -322,6 +323,10 @@ def apply(recipe: Recipe | str | Path, experiment: Experiment | None = None) -> 
     not the one the recipe was measured on.
     """
     applied = AppliedRecipe._make(recipe, experiment, stacklevel=2)
+    if applied.config.intra_op_threads or applied.config.inter_op_threads:
+        from autotune.trial.threads import set_threads
+
+        set_threads(applied.config)
     _set_dtype_policy(applied.config.precision)
     return applied
 

@@ -32,7 +32,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune.bundled import SPACES, space_file, space_names
-from autotune.config import AUTOTUNE, LIMITS, PRECISIONS, RunSettings, TrialConfig
+from autotune.config import (
+    AUTOTUNE,
+    LIMITS,
+    PRECISIONS,
+    THREAD_SETTINGS,
+    RunSettings,
+    TrialConfig,
+)
 from autotune.exceptions import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -51,6 +58,16 @@ PARAMETERS = (
     "num_parallel_calls",
     "shuffle_buffer",
     "steps_per_execution",
+    *THREAD_SETTINGS,
+)
+#: Parameters searched as whole numbers (a list or a range).
+INTEGER_PARAMETERS = (
+    "batch_size",
+    "shuffle_buffer",
+    "prefetch",
+    "num_parallel_calls",
+    "steps_per_execution",
+    *THREAD_SETTINGS,
 )
 #: Fields of RunSettings a space file may set in [measure].
 MEASURE_KEYS = (
@@ -183,6 +200,8 @@ def _check_value(source: str, name: str, key: str, value: object) -> None:
         value, 1, LIMITS[name]
     ):
         raise _fail(source, key, f"an integer >= 1 and <= {LIMITS[name]:,}", value)
+    elif name in THREAD_SETTINGS and not _in_range(value, 0, LIMITS[name]):
+        raise _fail(source, key, f"an integer >= 0 (0: the default) and <= {LIMITS[name]:,}", value)
 
 
 def _in_range(value: object, low: int, high: int) -> bool:
@@ -204,13 +223,7 @@ def _validate_parameter(source: str, key: str, parameter: object) -> None:
         for index, value in enumerate(parameter.values):
             _check_value(source, key, f"{where}[{index}]", value)
     elif isinstance(parameter, IntRange):
-        if key not in (
-            "batch_size",
-            "shuffle_buffer",
-            "prefetch",
-            "num_parallel_calls",
-            "steps_per_execution",
-        ):
+        if key not in INTEGER_PARAMETERS:
             raise _fail(
                 source,
                 where,

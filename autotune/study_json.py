@@ -11,7 +11,8 @@ added). Every field is always present, null when not known yet::
       "fidelity_definition": str | null,       # autotune.fidelity.DEFINITION it was scored with
       "baseline": {
         "config": {batch_size, precision, jit_compile, prefetch, num_parallel_calls,
-                   shuffle_buffer, steps_per_execution} | null,
+                   shuffle_buffer, steps_per_execution, intra_op_threads,
+                   inter_op_threads, private_threadpool_size} | null,
         "throughput": {median, low, high, confidence, n} | null,   # samples/s
         "noise_floor": {value, measured, pairs, loss_floor} | null
       },

@@ -63,6 +63,9 @@ _FIELDS = (
     ("num_parallel_calls", "parallel calls", "parallel calls of the preprocessing map"),
     ("shuffle_buffer", "shuffle buffer", "examples in the shuffle buffer"),
     ("steps_per_execution", "steps per execution", "training steps per call (model.compile)"),
+    ("intra_op_threads", "intra-op threads", "threads per TensorFlow op (0: its default)"),
+    ("inter_op_threads", "inter-op threads", "TensorFlow ops run at once (0: its default)"),
+    ("private_threadpool_size", "tf.data pool", "the pipeline's own threads (0: shared pool)"),
 )
 _METRICS = (
     (THROUGHPUT_TAG, "throughput (samples/s)", "median training samples/s (maximised)"),

@@ -13,6 +13,7 @@ from autotune.exceptions import ExperimentError
 from autotune.experiment import Experiment
 from autotune.trial.compile_settings import compile_settings
 from autotune.trial.pipeline import PipelineSettings
+from autotune.trial.threads import thread_settings
 
 
 def _dtype(tensor: Any) -> str:
@@ -142,8 +143,9 @@ def effective_settings(
     pipeline_settings: PipelineSettings,
     head: dict[str, Any],
 ) -> dict[str, Any]:
-    """The settings that took effect: dtype policy, XLA, steps per execution (while timed), loss
-    scaling, learning rate, pipeline and output head."""
+    """The settings that took effect: dtype policy, XLA, steps per execution (while timed),
+    TensorFlow's thread counts, loss scaling, learning rate, pipeline (its tf.data pool
+    included) and output head."""
     return {
         "dtype_policy": keras.config.dtype_policy().name,
         "compute_dtype": keras.config.dtype_policy().compute_dtype,
@@ -151,6 +153,7 @@ def effective_settings(
         "jit_compile_requested": config.jit_compile,
         "jit_compile": bool(model.jit_compile),
         "steps_per_execution": int(model.steps_per_execution),
+        **thread_settings(),
         "loss_scaling": loss_scaling,
         "learning_rate": learning_rate,
         "pipeline": pipeline_settings.to_dict(),

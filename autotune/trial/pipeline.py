@@ -40,6 +40,7 @@ class PipelineSettings:
     prefetch: int | str
     train_examples: int | None
     padded: bool = False
+    private_threadpool_size: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -176,6 +177,10 @@ def prepare_training(
         dataset = _without_injected_prefetch(dataset)
     else:
         dataset = dataset.prefetch(_tf_value(config.prefetch))
+    if config.private_threadpool_size:  # the pipeline's own pool, not TensorFlow's shared one
+        options = tf.data.Options()
+        options.threading.private_threadpool_size = config.private_threadpool_size
+        dataset = dataset.with_options(options)
     settings = PipelineSettings(
         batch_size=config.batch_size,
         drop_remainder=True,
@@ -184,6 +189,7 @@ def prepare_training(
         prefetch=config.prefetch,
         train_examples=examples,
         padded=padded,
+        private_threadpool_size=int(dataset.options().threading.private_threadpool_size or 0),
     )
     return dataset, settings
 

@@ -83,6 +83,10 @@ def main(argv: list[str]) -> int:
     config = TrialConfig.from_dict(request["config"])
     settings = RunSettings.from_dict(request["settings"])
     try:
+        if config.intra_op_threads or config.inter_op_threads:
+            from autotune.trial.threads import set_threads
+
+            set_threads(config)  # before the experiment's module can run TensorFlow
         experiment = load_experiment(request["experiment"])
         from autotune.trial.runner import classify_exception, run_trial
 

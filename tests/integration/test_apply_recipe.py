@@ -210,3 +210,29 @@ def test_the_readme_training_code_runs(folder: Path, monkeypatch: pytest.MonkeyP
     assert isinstance(model, keras.Model)
     assert_as_recipe(model, CONFIGS["bfloat16-xla"])
     assert model.optimizer.iterations.numpy() == 1400 // 64
+
+
+def test_apply_sets_the_recipes_thread_counts_before_tensorflow_runs(tmp_path: Path) -> None:
+    import subprocess
+
+    config = TrialConfig(batch_size=32, intra_op_threads=1, inter_op_threads=2)
+    path = recipe_for(config, load_experiment("tabular_mlp")).save(tmp_path / "recipe.json")
+    fresh = (
+        "import autotune, tensorflow as tf\n"
+        f"autotune.apply({str(path)!r})\n"
+        "print(tf.config.threading.get_intra_op_parallelism_threads(),"
+        " tf.config.threading.get_inter_op_parallelism_threads())"
+    )
+    late = (
+        "import autotune, tensorflow as tf\n"
+        "tf.constant(1.0) + 1.0\n"  # TensorFlow runs: its pools are fixed now
+        f"autotune.apply({str(path)!r})"
+    )
+
+    first = subprocess.run([sys.executable, "-c", fresh], capture_output=True, text=True)
+    second = subprocess.run([sys.executable, "-c", late], capture_output=True, text=True)
+
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.split() == ["1", "2"]
+    assert second.returncode != 0
+    assert "TensorFlow's thread counts are set when it first runs" in second.stderr

@@ -336,3 +336,29 @@ def test_seeded_preprocess_gives_the_same_data_at_any_parallelism(
     np.testing.assert_allclose(unshuffled, raw, atol=0.5)
     reseeded = _batches(tiny, TrialConfig(batch_size=32, shuffle_buffer=1), count=1, seed=1)[0][0]
     assert not np.array_equal(unshuffled, reseeded)
+
+
+def test_thread_counts_take_effect_in_the_trial_process(
+    tiny_ref: Callable[..., str], settings: RunSettings
+) -> None:
+    from autotune.trial.isolation import run_isolated
+
+    config = TrialConfig(
+        batch_size=32, intra_op_threads=1, inter_op_threads=1, private_threadpool_size=2
+    )
+
+    result = run_isolated(tiny_ref(), config, settings.replace(curve=False))
+
+    assert result.effective["intra_op_threads"] == 1
+    assert result.effective["inter_op_threads"] == 1
+    assert result.effective["pipeline"]["private_threadpool_size"] == 2
+    assert result.throughput is not None and result.throughput.median > 0
+
+
+def test_default_thread_counts_leave_tensorflow_its_own(
+    tiny_ref: Callable[..., str], settings: RunSettings
+) -> None:
+    result = _run(tiny_ref(), TrialConfig(batch_size=32), settings.replace(curve=False))
+
+    assert result.effective["intra_op_threads"] == 0
+    assert result.effective["pipeline"]["private_threadpool_size"] == 0

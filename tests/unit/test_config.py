@@ -118,6 +118,9 @@ ROUND_TRIP_SETTINGS = [
         "num_parallel_calls": 16,
         "shuffle_buffer": 10_000,
         "steps_per_execution": 64,
+        "intra_op_threads": 2,
+        "inter_op_threads": 1,
+        "private_threadpool_size": 4,
     },
 ]
 
@@ -151,6 +154,24 @@ def test_steps_per_execution_multiplies_the_samples_per_call_and_shows_only_when
     assert TrialConfig(batch_size=32).samples_per_call == 32
 
 
+@pytest.mark.parametrize(
+    "name", ["intra_op_threads", "inter_op_threads", "private_threadpool_size"]
+)
+@pytest.mark.parametrize("value", [-1, 1.5, True, "2", (1 << 10) + 1])
+def test_trial_config_rejects_bad_thread_counts(name, value):
+    with pytest.raises(ConfigError, match=rf"TrialConfig\.{name} must be an integer >= 0"):
+        TrialConfig(batch_size=32, **{name: value})
+
+
+def test_thread_counts_show_only_where_set_and_default_to_tensorflows():
+    config = TrialConfig(batch_size=32, intra_op_threads=1, private_threadpool_size=2)
+
+    assert config.describe().endswith("shuffle=1024 intra=1 data-pool=2")
+    assert TrialConfig(batch_size=32).intra_op_threads == 0
+    stored = {"batch_size": 64, "precision": "float32", "jit_compile": False}
+    assert TrialConfig.from_dict(stored).inter_op_threads == 0  # stored before threads existed
+
+
 def test_a_config_stored_before_steps_per_execution_reads_as_one_step_per_call():
     stored = {"batch_size": 64, "precision": "float32", "jit_compile": False}
 
@@ -166,6 +187,9 @@ def test_trial_config_to_dict_has_every_field():
         "num_parallel_calls": "autotune",
         "shuffle_buffer": 1024,
         "steps_per_execution": 1,
+        "intra_op_threads": 0,
+        "inter_op_threads": 0,
+        "private_threadpool_size": 0,
     }
 
 

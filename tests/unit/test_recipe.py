@@ -134,6 +134,9 @@ def test_to_dict_has_the_config_as_a_plain_dict():
         "num_parallel_calls": "autotune",
         "shuffle_buffer": 1024,
         "steps_per_execution": 1,
+        "intra_op_threads": 0,
+        "inter_op_threads": 0,
+        "private_threadpool_size": 0,
     }
     json.dumps(data)  # JSON-serialisable as is
 

@@ -99,7 +99,8 @@ def test_cpu_and_gpu_space_sizes():
     gpu = resolve_space("gpu")
 
     assert cpu.parameters["batch_size"] == IntRange(16, 512, 16)
-    assert cpu.size() == 3 * 2 * ((512 - 16) // 16 + 1) * 4 * 4 * 3 * 4  # 4 steps per execution
+    steps, threads = 4, 4 * 3 * 4  # steps per execution; intra-op, inter-op, tf.data pool
+    assert cpu.size() == 3 * 2 * ((512 - 16) // 16 + 1) * 4 * 4 * 3 * steps * threads
     assert gpu.parameters["batch_size"] == IntRange(64, 2048, 8)
     assert gpu.size() == 3 * 2 * ((2048 - 64) // 8 + 1) * 3 * 4 * 2 * 4
     assert cpu.parameters["steps_per_execution"] == choices(1, 4, 16, 64)
@@ -909,3 +910,24 @@ def test_steps_per_execution_is_searched_from_a_list_or_a_range(tmp_path):
 def test_bad_steps_per_execution_names_the_key(bad):
     with pytest.raises(ConfigError, match=r"f\.toml: parameters\.steps_per_execution"):
         space_from_dict({"parameters": {"steps_per_execution": bad}}, "f.toml")
+
+
+def test_thread_counts_are_searched_from_a_list_or_a_range(tmp_path):
+    path = tmp_path / "threads.toml"
+    path.write_text(
+        "[parameters]\nintra_op_threads = [0, 1, 2]\ninter_op_threads = [0, 1]\n"
+        "private_threadpool_size = { low = 0, high = 4 }\n",
+        encoding="utf-8",
+    )
+
+    space = load_space(path)
+
+    assert space.parameters["intra_op_threads"] == choices(0, 1, 2)
+    assert space.parameters["private_threadpool_size"] == IntRange(0, 4, 1)
+    assert space.size() == 3 * 2 * 5
+
+
+@pytest.mark.parametrize("bad", [[-1, 2], [1, 2.5], ["auto"], {"low": -1, "high": 8}])
+def test_bad_thread_counts_name_the_key_and_what_0_means(bad):
+    with pytest.raises(ConfigError, match=r"f\.toml: parameters\.inter_op_threads.*0: the default"):
+        space_from_dict({"parameters": {"inter_op_threads": bad}}, "f.toml")

@@ -170,6 +170,9 @@ def test_the_hparams_plugin_lists_every_run_as_a_session_with_its_values_and_met
         "num_parallel_calls": "4",
         "shuffle_buffer": 1024.0,
         "steps_per_execution": 1.0,
+        "intra_op_threads": 0.0,
+        "inter_op_threads": 0.0,
+        "private_threadpool_size": 0.0,
         "role": "trial",
     }
     assert metric_values(trial_1) == pytest.approx(
