@@ -14,6 +14,8 @@ from autotune.cli_inputs import check_listen
 from autotune.cli_options import (
     EXPERIMENT_ARGUMENT,
     MAX_FIDELITY_OPTION,
+    MAX_MEMORY_OPTION,
+    OBJECTIVES_OPTION,
     PLOTLY_JS_OPTION,
     START_OPTION,
     STORAGE_OPTION,
@@ -109,6 +111,8 @@ def main() -> None:
     is_flag=True,
     help="Print the study as JSON at the end (schema autotune.study/1; progress goes to stderr).",
 )
+@OBJECTIVES_OPTION
+@MAX_MEMORY_OPTION
 @run_worker_options
 @handle_errors
 def run(
@@ -126,6 +130,8 @@ def run(
     confirm_top: int,
     confirm_rounds: int,
     as_json: bool,
+    objectives: str | None,
+    max_memory: float | None,
     workers: int,
     devices: str | None,
     cpus: str | None,
@@ -167,6 +173,7 @@ def run(
         allow_mismatch=allow_mismatch,
         profile_mode=profile,
         placement=placements[0],
+        objectives=objectives,
     )
     done = study.finished_count()
     console.print(
@@ -230,10 +237,12 @@ def run(
             if line.startswith("round "):
                 progress.advance(confirm_task)
 
-        confirmation = study.confirm(confirm_top, confirm_rounds, on_progress=on_confirm)
+        confirmation = study.confirm(
+            confirm_top, confirm_rounds, on_progress=on_confirm, max_memory_mib=max_memory
+        )
     if confirmation is not None:
         show_confirmation(console, confirmation, study.tolerance)
-    show_recipe(console, study.best())
+    show_recipe(console, study.best(max_memory_mib=max_memory))
     if as_json:
         _print_json(_read(study.storage_url, study.name))
 
@@ -294,13 +303,20 @@ def status(storage: str, study_name: str | None, as_json: bool) -> None:
 @STORAGE_OPTION
 @STUDY_OPTION
 @MAX_FIDELITY_OPTION
+@MAX_MEMORY_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the recipe as JSON.")
 @handle_errors
-def best(storage: str, study_name: str | None, max_fidelity: float | None, as_json: bool) -> None:
-    """Print the fastest configuration within the fidelity tolerance."""
+def best(
+    storage: str,
+    study_name: str | None,
+    max_fidelity: float | None,
+    max_memory: float | None,
+    as_json: bool,
+) -> None:
+    """Print the fastest configuration within the fidelity tolerance (and --max-memory)."""
     from autotune.display import show_recipe
 
-    recipe = _read(storage, study_name).best(max_fidelity)
+    recipe = _read(storage, study_name).best(max_fidelity, max_memory)
     if as_json:
         click.echo(json.dumps(recipe.to_dict(), indent=2, sort_keys=True))
     else:
@@ -319,8 +335,15 @@ def best(storage: str, study_name: str | None, max_fidelity: float | None, as_js
     help="Where to write the recipe.",
 )
 @MAX_FIDELITY_OPTION
+@MAX_MEMORY_OPTION
 @handle_errors
-def export(storage: str, study_name: str | None, output: str, max_fidelity: float | None) -> None:
+def export(
+    storage: str,
+    study_name: str | None,
+    output: str,
+    max_fidelity: float | None,
+    max_memory: float | None,
+) -> None:
     """Write the best configuration as a JSON recipe, for autotune.apply() in your own code."""
     from autotune.display import plain
     from autotune.outputs import check_output
@@ -329,7 +352,7 @@ def export(storage: str, study_name: str | None, output: str, max_fidelity: floa
     protected = storage_files(storage)
     check_output(output, what="recipe file", protected=protected)
     records = _read(storage, study_name)
-    recipe = records.best(max_fidelity)
+    recipe = records.best(max_fidelity, max_memory)
     path = recipe.save(output, protected=protected)
     click.echo(f"wrote {path}: {recipe.config.describe()} ({plain(recipe.note)})")
 

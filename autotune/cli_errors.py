@@ -54,6 +54,8 @@ FLAGS = {
     "devices": "--devices",
     "device": "--device",
     "cpus": "--cpus",
+    "objectives": "--objectives",
+    "max_memory_mib": "--max-memory",
 }
 
 

@@ -37,6 +37,21 @@ MAX_FIDELITY_OPTION = click.option(
     default=None,
     help="Largest fidelity distance accepted (default: the study's tolerance).",
 )
+MAX_MEMORY_OPTION = click.option(
+    "--max-memory",
+    "max_memory",
+    type=click.FloatRange(min=0, min_open=True),
+    callback=finite,
+    default=None,
+    help="Largest peak memory (MiB; the device's on a GPU, else the trial process's) a "
+    "recommended configuration may use: a limit, never a weight against speed.",
+)
+OBJECTIVES_OPTION = click.option(
+    "--objectives",
+    default=None,
+    help="A new study's objectives: throughput,fidelity (the default) or "
+    "throughput,fidelity,memory (peak memory, MiB, minimised). A stored study keeps its own.",
+)
 STORAGE_OPTION = click.option(
     "--storage",
     default=DEFAULT_STORAGE,
@@ -78,6 +93,8 @@ def quiet_optuna() -> None:
 __all__ = [
     "EXPERIMENT_ARGUMENT",
     "MAX_FIDELITY_OPTION",
+    "MAX_MEMORY_OPTION",
+    "OBJECTIVES_OPTION",
     "PLOTLY_JS_OPTION",
     "START_OPTION",
     "STORAGE_OPTION",

@@ -41,6 +41,8 @@ from autotune.report import (
     curves_figure,
     curves_info,
     header_info,
+    memory_figure,
+    memory_info,
     pareto_figure,
     pareto_info,
     parse_point_key,
@@ -248,6 +250,13 @@ class Dashboard:
         figure.update_layout(uirevision="pareto")
         return figure
 
+    def memory(self, _stamp: Any = None) -> Any:
+        """The memory view (throughput against peak memory), in a study with the memory
+        objective; zoom survives refreshes."""
+        figure = memory_figure(memory_info(self.records))
+        figure.update_layout(uirevision="memory")
+        return figure
+
     def select(self, click_data: Any, _stamp: Any = None) -> tuple[str, Any, Any, str]:
         """Click callback: (title, curve figure, step-time figure, recipe JSON) of the clicked
         point; the recommendation's before any click."""
@@ -309,6 +318,11 @@ class Dashboard:
                     style={"fontWeight": "bold", "margin": "0.5em 0 1em"},
                 ),
                 dcc.Graph(id="pareto-graph", figure=self.pareto(None, tolerance)),
+                dcc.Graph(  # the front's second projection; hidden without the objective
+                    id="memory-graph",
+                    figure=self.memory() if self.records.has_memory else {},
+                    style={} if self.records.has_memory else {"display": "none"},
+                ),
                 html.H3(title, id="selection-title", style=section),
                 html.Div(
                     [
@@ -364,6 +378,11 @@ class Dashboard:
             Input("tolerance-slider", "value"),
             prevent_initial_call=True,
         )(self.pareto)
+        app.callback(
+            Output("memory-graph", "figure"),
+            Input("records-stamp", "data"),
+            prevent_initial_call=True,
+        )(self.memory)
         app.callback(
             Output("selection-title", "children"),
             Output("selection-curve", "figure"),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ from autotune.config import TrialConfig
 from autotune.confirmation import Confirmation
 from autotune.exceptions import ConfigError
 from autotune.log_folders import default_log_root
+from autotune.objectives import MEMORY
 from autotune.profile_facts import (
     PROFILE_SOURCES,
     STEP_BREAKDOWN_COMPONENTS,
@@ -60,33 +62,55 @@ from autotune.storage import (
     quiet_experimental,
 )
 
-
-def _objectives(row: TrialRow) -> tuple[float, float]:
-    """(throughput median, fidelity) of a scored row."""
-    return (row.throughput.median if row.throughput else 0.0, row.fidelity or 0.0)
+#: A point to minimise in every coordinate: (-samples/s, fidelity[, peak MiB]).
+Costs = tuple[float, ...]
 
 
-def _dominates(a: TrialRow, b: TrialRow) -> bool:
-    """Whether ``a`` is at least as fast and as faithful as ``b`` and strictly better in one."""
-    (speed_a, fidelity_a), (speed_b, fidelity_b) = _objectives(a), _objectives(b)
-    at_least = speed_a >= speed_b and fidelity_a <= fidelity_b
-    return at_least and (speed_a > speed_b or fidelity_a < fidelity_b)
+def _costs(speed: float, fidelity: float, memory: float | None, objectives: Sequence[str]) -> Costs:
+    if MEMORY in objectives:
+        return (-speed, fidelity, memory if memory is not None else math.inf)
+    return (-speed, fidelity)
+
+
+def _row_costs(row: TrialRow, objectives: Sequence[str]) -> Costs:
+    speed = row.throughput.median if row.throughput else 0.0
+    return _costs(speed, row.fidelity or 0.0, row.peak_memory_mib, objectives)
+
+
+def _dominates(a: Costs, b: Costs) -> bool:
+    """Whether ``a`` is at least as good as ``b`` in every objective and better in one."""
+    return all(x <= y for x, y in zip(a, b, strict=True)) and a != b
 
 
 def pareto_front(
-    rows: Sequence[TrialRow], baseline_throughput: float | None = None
+    rows: Sequence[TrialRow],
+    baseline_throughput: float | None = None,
+    objectives: Sequence[str] = OBJECTIVES,
+    baseline_memory_mib: float | None = None,
 ) -> list[TrialRow]:
-    """The feasible scored trials that no other feasible scored trial dominates, fastest first,
-    leaving out duplicates of an earlier trial.
+    """The feasible scored trials that no other feasible scored trial dominates on
+    ``objectives``, fastest first, leaving out duplicates of an earlier trial.
 
-    The baseline (fidelity 0 by definition) dominates every trial that is not faster than it,
-    so with ``baseline_throughput`` (samples/s) such trials are left out too: nothing slower
-    than the baseline can be on the front.
+    The baseline (fidelity 0 by definition) dominates every trial that is not faster than it
+    (and, with memory an objective, uses no less memory than its ``baseline_memory_mib``), so
+    with ``baseline_throughput`` (samples/s) such trials are left out too: on two objectives
+    nothing slower than the baseline is on the front; on three, a slower trial is only when it
+    needs less memory than the baseline.
     """
     candidates = [r for r in rows if r.scored and r.feasible and r.duplicate_of is None]
-    front = [r for r in candidates if not any(_dominates(o, r) for o in candidates)]
+    costs = {r.number: _row_costs(r, objectives) for r in candidates}
+    front = [
+        r
+        for r in candidates
+        if not any(_dominates(costs[o.number], costs[r.number]) for o in candidates)
+    ]
     if baseline_throughput is not None:
-        front = [r for r in front if r.throughput and r.throughput.median > baseline_throughput]
+        baseline = _costs(baseline_throughput, 0.0, baseline_memory_mib, objectives)
+        front = [
+            r
+            for r in front
+            if not _dominates(baseline, costs[r.number]) and baseline != costs[r.number]
+        ]
     return sorted(front, key=lambda r: (-(r.throughput.median if r.throughput else 0), r.number))
 
 
@@ -135,10 +159,16 @@ class StudyRecords:
         versions: dict[str, str] = self.info.get("versions") or self.baseline.versions
         return versions
 
+    @property
+    def has_memory(self) -> bool:
+        """Whether peak memory is one of the study's objectives."""
+        return MEMORY in self.metric_names
+
     def pareto(self) -> list[TrialRow]:
-        """The Pareto front with the baseline taken into account (see :func:`pareto_front`)."""
+        """The Pareto front on the study's objectives, with the baseline taken into account
+        (see :func:`pareto_front`)."""
         baseline = self.baseline.throughput.median if self.baseline.throughput else None
-        return pareto_front(self.trials, baseline)
+        return pareto_front(self.trials, baseline, self.metric_names, self.baseline.peak_memory_mib)
 
     def trial(self, number: int) -> TrialRow:
         """The trial with this number; KeyError when there is none."""
@@ -158,9 +188,10 @@ class StudyRecords:
         """Trials that count towards a study's ``n_trials`` (see :attr:`TrialRow.counts`)."""
         return sum(row.counts for row in self.trials)
 
-    def within(self, max_fidelity: float) -> list[TrialRow]:
-        """The scored trials with fidelity <= ``max_fidelity``, duplicates of an earlier trial
-        left out: what ``autotune best`` and the report count as "within the limit"."""
+    def within(self, max_fidelity: float, max_memory_mib: float | None = None) -> list[TrialRow]:
+        """The scored trials with fidelity <= ``max_fidelity`` and, with ``max_memory_mib``, a
+        measured peak memory within it (MiB), duplicates of an earlier trial left out: what
+        ``autotune best`` and the report count as "within the limit"."""
         return [
             r
             for r in self.trials
@@ -168,43 +199,64 @@ class StudyRecords:
             and r.duplicate_of is None
             and r.fidelity is not None
             and r.fidelity <= max_fidelity
+            and within_memory(r, max_memory_mib)
         ]
 
-    def fastest_within(self, max_fidelity: float) -> TrialRow | None:
-        """The fastest trial :meth:`within` ``max_fidelity`` whose median throughput beats the
+    def fastest_within(
+        self, max_fidelity: float, max_memory_mib: float | None = None
+    ) -> TrialRow | None:
+        """The fastest trial :meth:`within` the limits whose median throughput beats the
         baseline's (the rule of ``Study.best``); None when there is none."""
         if self.baseline.throughput is None:
             return None
         floor = self.baseline.throughput.median
         faster = [
             r
-            for r in self.within(max_fidelity)
+            for r in self.within(max_fidelity, max_memory_mib)
             if r.throughput is not None and r.throughput.median > floor
         ]
         if not faster:
             return None
         return max(faster, key=lambda r: (r.throughput.median if r.throughput else 0, -r.number))
 
-    def best(self, max_fidelity: float | None = None) -> Recipe:
-        """The recommendation within ``max_fidelity`` (default: the study's tolerance).
+    def best(
+        self, max_fidelity: float | None = None, max_memory_mib: float | None = None
+    ) -> Recipe:
+        """The recommendation within ``max_fidelity`` (default: the study's tolerance) and,
+        with ``max_memory_mib``, within that peak memory (MiB): memory enters as a limit,
+        never as a weight against speed.
 
         After a complete confirmation (:mod:`autotune.confirmation`): the fastest confirmed
         candidate whose speed-up interval lies above 1 and whose mean fidelity over its seeds
         is within the limit, or the baseline, saying no configuration beat it beyond noise.
-        Before one: the recipe of the trial :meth:`fastest_within` the limit, unconfirmed, or
-        the baseline's when no trial beats it.
+        Before one, or when the confirmed winner's peak memory exceeds ``max_memory_mib``: the
+        recipe of the trial :meth:`fastest_within` the limits, unconfirmed, or the baseline's
+        when no trial beats it.
         """
         limit = self.tolerance if max_fidelity is None else max_fidelity
         confirmation = self.confirmation
         if confirmation is not None and confirmation.complete:
-            return self._confirmed(confirmation, limit)
-        best = self.fastest_within(limit)
+            confirmed = self._confirmed(confirmation, limit)
+            if confirmed.trial is None or within_memory(
+                self.trial(confirmed.trial), max_memory_mib
+            ):
+                return confirmed
+        best = self.fastest_within(limit, max_memory_mib)
+        memory = "" if max_memory_mib is None else f" and peak memory <= {max_memory_mib:g} MiB"
         if best is not None:
-            return self.recipe(best, limit)
+            recipe = self.recipe(best, limit)
+            if confirmation is not None and confirmation.complete:
+                recipe = dataclasses.replace(
+                    recipe,
+                    note=f"{recipe.note}; unconfirmed: the confirmed winner needs more memory "
+                    f"than {max_memory_mib:g} MiB",
+                )
+            return recipe
+        within = len(self.within(limit, max_memory_mib))
         return dataclasses.replace(
             self.recipe(None),
-            note=f"no trial was faster than the baseline with fidelity <= {limit:g} "
-            f"({len(self.within(limit))} within the limit); keep the baseline configuration",
+            note=f"no trial was faster than the baseline with fidelity <= {limit:g}{memory} "
+            f"({within} within the limit); keep the baseline configuration",
         )
 
     def _confirmed(self, confirmation: Confirmation, limit: float) -> Recipe:
@@ -307,6 +359,14 @@ class StudyRecords:
         )
 
 
+def within_memory(row: TrialRow, max_memory_mib: float | None) -> bool:
+    """Whether ``row``'s peak memory is within ``max_memory_mib`` (MiB); True without a limit,
+    False with one when its memory was not measured."""
+    if max_memory_mib is None:
+        return True
+    return row.peak_memory_mib is not None and row.peak_memory_mib <= max_memory_mib
+
+
 def _recipe_note(row: TrialRow, speedup: float | None, limit: float) -> str:
     if row.state != "complete":
         why = f" ({row.reason})" if row.reason else ""
@@ -407,4 +467,5 @@ __all__ = [
     "row_of",
     "step_breakdown",
     "verdict_text",
+    "within_memory",
 ]

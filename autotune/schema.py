@@ -32,7 +32,7 @@ import datetime as dt
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from optuna.distributions import distribution_to_json
 from optuna.trial import FrozenTrial, TrialState
@@ -40,12 +40,12 @@ from optuna.trial import FrozenTrial, TrialState
 from autotune.config import TrialConfig
 from autotune.fidelity import NoiseFloor
 from autotune.measure import Estimate
+from autotune.objectives import DEFAULT_OBJECTIVES, MIB, peak_memory_bytes
 from autotune.profile_facts import ProfileFacts, estimate_of, profile_fields, rerun_for, step_ms_of
 from autotune.result import CurvePoint
 
-#: The objectives, in Optuna's order, and their directions.
-OBJECTIVES = ("throughput", "fidelity")
-DIRECTIONS: tuple[Literal["maximize", "minimize"], ...] = ("maximize", "minimize")
+#: The default objectives, in Optuna's order (``memory`` may follow: :mod:`autotune.objectives`).
+OBJECTIVES = DEFAULT_OBJECTIVES
 #: The baseline's seeds: seed 0 is measured and compared with; all three give the noise floor.
 BASELINE_SEEDS = (0, 1, 2)
 
@@ -121,6 +121,7 @@ class BaselineRecord(ProfileFacts):
         log_dir: where the baseline runs' logs were kept (derived from the trials' log folders,
             else the study's default log folder; None when unknown).
         hardware, versions: where and with what seed 0 ran.
+        peak_host_bytes, peak_device_bytes: seed 0's peak memory (bytes).
 
     Seed 0's step-time breakdown, input verdict, profile and recompilation check are the
     :class:`ProfileFacts` fields.
@@ -138,6 +139,14 @@ class BaselineRecord(ProfileFacts):
     log_dir: str | None = None
     hardware: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
+    peak_host_bytes: int | None = None
+    peak_device_bytes: int | None = None
+
+    @property
+    def peak_memory_mib(self) -> float | None:
+        """Seed 0's peak memory (MiB): the memory objective's measurement
+        (:func:`autotune.objectives.peak_memory_bytes`)."""
+        return _mib(peak_memory_bytes(self.peak_host_bytes, self.peak_device_bytes))
 
     @property
     def measured(self) -> bool:
@@ -221,6 +230,12 @@ class TrialRow(ProfileFacts):
         return self.state in ("complete", "pruned") or (
             self.state == "failed" and self.failure_kind != INTERRUPTED
         )
+
+    @property
+    def peak_memory_mib(self) -> float | None:
+        """The trial's peak memory (MiB): the memory objective's measurement
+        (:func:`autotune.objectives.peak_memory_bytes`)."""
+        return _mib(peak_memory_bytes(self.peak_host_bytes, self.peak_device_bytes))
 
     @property
     def scored(self) -> bool:
@@ -311,6 +326,10 @@ def row_of(trial: FrozenTrial, reruns: Mapping[int, Mapping[str, Any]] | None = 
     )
 
 
+def _mib(size: int | None) -> float | None:
+    return None if size is None else size / MIB
+
+
 def baseline_of(stored: dict[str, Any], log_dir: str | None = None) -> BaselineRecord:
     """A :class:`BaselineRecord` from the study's ``autotune_baseline`` user attribute."""
     runs: dict[str, Any] = stored.get("runs") or {}
@@ -331,6 +350,8 @@ def baseline_of(stored: dict[str, Any], log_dir: str | None = None) -> BaselineR
         log_dir=log_dir,
         hardware=dict(main.get("hardware") or {}),
         versions=dict(main.get("versions") or {}),
+        peak_host_bytes=main.get("peak_host_bytes"),
+        peak_device_bytes=main.get("peak_device_bytes"),
         **profile_fields(main, TrialConfig.from_dict(config) if config else None),
     )
 
@@ -351,7 +372,6 @@ __all__ = [
     "CONFIG_ATTR",
     "CONFIRMATION_KEY",
     "CURVE_FROM_ATTR",
-    "DIRECTIONS",
     "DUPLICATE_OF_ATTR",
     "FAILURE_ATTR",
     "FIDELITY_ATTR",

@@ -8,13 +8,15 @@ added). Every field is always present, null when not known yet::
       "schema": "autotune.study/1",
       "study": str, "storage": str, "experiment": str, "experiment_reference": str,
       "tolerance": float,                      # fidelity tolerance (noise-floor units)
+      "objectives": [str],                     # throughput, fidelity[, memory]
       "fidelity_definition": str | null,       # autotune.fidelity.DEFINITION it was scored with
       "baseline": {
         "config": {batch_size, precision, jit_compile, prefetch, num_parallel_calls,
                    shuffle_buffer, steps_per_execution, intra_op_threads,
                    inter_op_threads, private_threadpool_size} | null,
         "throughput": {median, low, high, confidence, n} | null,   # samples/s
-        "noise_floor": {value, measured, pairs, loss_floor} | null
+        "noise_floor": {value, measured, pairs, loss_floor} | null,
+        "peak_memory_mib": float | null        # seed 0's (the device's on a GPU)
       },
       "finished": int,                         # trials that count towards --trials
       "counts": {state: int},                  # complete, pruned, failed, running, waiting
@@ -23,6 +25,7 @@ added). Every field is always present, null when not known yet::
         "throughput": {...} | null,            # samples/s
         "fidelity": float | null,              # one-sided (the objective)
         "fidelity_symmetric": float | null,
+        "peak_memory_mib": float | null,       # the memory objective's measurement
         "feasible": bool | null, "failure_kind": str | null, "reason": str | null,
         "duplicate_of": int | null, "log_dir": str | null
       }],
@@ -51,6 +54,7 @@ def _trial(row: TrialRow) -> dict[str, Any]:
         "throughput": row.throughput.to_dict() if row.throughput else None,
         "fidelity": row.fidelity,
         "fidelity_symmetric": row.fidelity_symmetric,
+        "peak_memory_mib": row.peak_memory_mib,
         "feasible": row.feasible,
         "failure_kind": row.failure_kind,
         "reason": row.reason,
@@ -73,11 +77,13 @@ def study_json(records: StudyRecords) -> dict[str, Any]:
         "experiment": records.experiment,
         "experiment_reference": records.experiment_reference,
         "tolerance": records.tolerance,
+        "objectives": list(records.metric_names),
         "fidelity_definition": records.identity.get("fidelity"),
         "baseline": {
             "config": baseline.config.to_dict() if baseline.config else None,
             "throughput": baseline.throughput.to_dict() if baseline.throughput else None,
             "noise_floor": baseline.noise_floor.to_dict() if baseline.noise_floor else None,
+            "peak_memory_mib": baseline.peak_memory_mib,
         },
         "finished": records.finished_count(),
         "counts": records.counts(),

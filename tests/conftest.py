@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,6 +10,20 @@ import pytest
 
 from autotune.placement import LOCK_FOLDER_ENV
 from tests.support.postgres import fresh_database
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_host_locks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The host claims of module- and session-scoped fixtures' studies (made before any
+    test's own :func:`host_locks`): a folder of the session's, never the machine's."""
+    folder = tmp_path_factory.mktemp("session_host_locks")
+    before = os.environ.get(LOCK_FOLDER_ENV)
+    os.environ[LOCK_FOLDER_ENV] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop(LOCK_FOLDER_ENV, None)
+    else:
+        os.environ[LOCK_FOLDER_ENV] = before
 
 
 @pytest.fixture(autouse=True)

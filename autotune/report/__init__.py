@@ -6,7 +6,8 @@ The dashboard draws the same figures. Units: throughput in samples/s, step time 
 compile time in seconds, fidelity distance in units of the baseline's seed noise floor (1.0 = as
 different as a re-run with another seed). No TensorFlow here.
 
-One figure per module: :mod:`~autotune.report.pareto`, :mod:`~autotune.report.curves`,
+One figure per module: :mod:`~autotune.report.pareto`, :mod:`~autotune.report.memory` (a
+study with the memory objective), :mod:`~autotune.report.curves`,
 :mod:`~autotune.report.breakdown`, :mod:`~autotune.report.importance` and
 :mod:`~autotune.report.history`; :mod:`~autotune.report.recipes` (the table and the
 recommendation rule), :mod:`~autotune.report.header` and :mod:`~autotune.report.page` (the HTML)
@@ -31,7 +32,20 @@ from autotune.report.curves import CurveLine, CurvesInfo, curves_figure, curves_
 from autotune.report.header import HeaderInfo, header_info
 from autotune.report.history import HistoryInfo, history_figure, history_info, hypervolume_2d
 from autotune.report.importance import ImportanceInfo, importance_figure, importance_info
-from autotune.report.page import FIGURE_IDS, PLOTLY_JS, render_report, write_report
+from autotune.report.memory import (
+    MEMORY_FRONT_TRACE,
+    MemoryInfo,
+    MemoryPoint,
+    memory_figure,
+    memory_info,
+)
+from autotune.report.page import (
+    FIGURE_IDS,
+    MEMORY_FIGURE_ID,
+    PLOTLY_JS,
+    render_report,
+    write_report,
+)
 from autotune.report.pareto import (
     PARETO_TRACE,
     ParetoInfo,
@@ -53,6 +67,8 @@ __all__ = [
     "BASELINE_POINT",
     "COMPONENT_LABELS",
     "FIGURE_IDS",
+    "MEMORY_FIGURE_ID",
+    "MEMORY_FRONT_TRACE",
     "NOT_PROFILED_NOTE",
     "PARETO_TRACE",
     "PLOTLY_JS",
@@ -65,6 +81,8 @@ __all__ = [
     "HeaderInfo",
     "HistoryInfo",
     "ImportanceInfo",
+    "MemoryInfo",
+    "MemoryPoint",
     "ParetoInfo",
     "ParetoPoint",
     "RecipeRow",
@@ -80,6 +98,8 @@ __all__ = [
     "hypervolume_2d",
     "importance_figure",
     "importance_info",
+    "memory_figure",
+    "memory_info",
     "pareto_figure",
     "pareto_info",
     "pareto_table_info",

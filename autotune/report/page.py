@@ -1,7 +1,8 @@
-"""The report's page: one HTML file with the header, the five figures and the Pareto trials'
-recipes. By default it is self-contained (plotly.js, about 4.8 MB, embedded once) and works
-offline; with ``plotly_js="cdn"`` a script tag loads plotly.js from Plotly's CDN instead, for a
-file of tens of kB (a small study) that needs the network to draw its figures."""
+"""The report's page: one HTML file with the header, the five figures (six with the memory
+objective) and the Pareto trials' recipes. By default it is self-contained (plotly.js, about
+4.8 MB, embedded once) and works offline; with ``plotly_js="cdn"`` a script tag loads plotly.js
+from Plotly's CDN instead, for a file of tens of kB (a small study) that needs the network to
+draw its figures."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from autotune.report.curves import curves_figure, curves_info
 from autotune.report.header import header_info
 from autotune.report.history import history_figure, history_info
 from autotune.report.importance import importance_figure, importance_info
+from autotune.report.memory import memory_figure, memory_info
 from autotune.report.pareto import pareto_figure, pareto_info
 from autotune.report.recipes import RecipeRow, pareto_table_info
 from autotune.storage import storage_files
@@ -30,6 +32,8 @@ FIGURE_IDS = (
     "importance-figure",
     "history-figure",
 )
+#: The div of the memory view, after the Pareto front, in a study with the memory objective.
+MEMORY_FIGURE_ID = "memory-figure"
 #: Where the report's plotly.js comes from: embedded in the file (the default: it works offline)
 #: or Plotly's CDN (a much smaller file that needs the network to draw its figures).
 PLOTLY_JS = ("inline", "cdn")
@@ -64,12 +68,17 @@ def _figure_html(figure: Any, div_id: str, first: bool, plotly_js: str) -> str:
     )
 
 
+def _mib(size: float | None) -> str:
+    return "-" if size is None else f"{size:,.0f} MiB"
+
+
 def _table_html(rows: list[RecipeRow]) -> str:
     if not rows:
         return (
             '<p class="note">No Pareto trial yet: no complete trial is within the tolerance. '
             "The baseline configuration stays the recommendation.</p>"
         )
+    memory = any(row.memory_mib is not None for row in rows)
     body = []
     for row in rows:
         speedup = f"{row.speedup:.2f}x" if row.speedup is not None else "-"
@@ -80,13 +89,16 @@ def _table_html(rows: list[RecipeRow]) -> str:
             f'<tr id="pareto-trial-{row.number}"><td>{row.number}</td>'
             f"<td>{html.escape(row.description)}</td><td>{html.escape(row.throughput)}</td>"
             f"<td>{speedup}</td><td>{fidelity}</td>"
-            f"<td><pre>{html.escape(row.settings_json)}</pre><details><summary>recipe.json "
+            + (f"<td>{_mib(row.memory_mib)}</td>" if memory else "")
+            + f"<td><pre>{html.escape(row.settings_json)}</pre><details><summary>recipe.json "
             f"(with provenance)</summary><pre>{html.escape(row.recipe_json)}</pre></details>"
             "</td></tr>"
         )
     return (
         '<table id="pareto-table"><thead><tr><th>#</th><th>configuration</th>'
-        "<th>throughput</th><th>speed-up</th><th>fidelity</th><th>recipe</th></tr></thead>"
+        "<th>throughput</th><th>speed-up</th><th>fidelity</th>"
+        + ("<th>peak memory</th>" if memory else "")
+        + "<th>recipe</th></tr></thead>"
         f"<tbody>{''.join(body)}</tbody></table>"
         '<p class="note">Save a recipe as recipe.json and reproduce it with '
         "<code>autotune.apply(autotune.Recipe.load('recipe.json'))</code>.</p>"
@@ -118,8 +130,12 @@ def render_report(records: StudyRecords, plotly_js: str = "inline") -> str:
         ("Parameter importance", importance_figure(importance_info(records))),
         ("Study history", history_figure(history_info(records))),
     ]
+    placed = list(zip(figures, FIGURE_IDS, strict=True))
+    if records.has_memory:  # the front's second projection, beside the first
+        memory = ("Throughput and peak memory", memory_figure(memory_info(records)))
+        placed.insert(1, (memory, MEMORY_FIGURE_ID))
     sections = []
-    for index, ((heading, figure), div_id) in enumerate(zip(figures, FIGURE_IDS, strict=True)):
+    for index, ((heading, figure), div_id) in enumerate(placed):
         drawn = _figure_html(figure, div_id, index == 0, plotly_js)
         sections.append(f'<h2>{heading}</h2><div class="figure">{drawn}</div>')
         if index == 0:

@@ -22,6 +22,7 @@ class RecipeRow(NamedTuple):
         settings_json: the configuration and learning rate, as indented JSON.
         recipe_json: the recipe ``autotune export`` would write for this trial (config,
             learning rate, provenance), as indented JSON.
+        memory_mib: peak memory (MiB), in a study with the memory objective; else None.
     """
 
     number: int
@@ -31,6 +32,7 @@ class RecipeRow(NamedTuple):
     fidelity: float | None
     settings_json: str
     recipe_json: str
+    memory_mib: float | None = None
 
 
 def recipe_json(records: StudyRecords, row: TrialRow | None) -> str:
@@ -55,6 +57,7 @@ def pareto_table_info(records: StudyRecords) -> list[RecipeRow]:
                     indent=2,
                 ),
                 recipe_json=json.dumps(recipe.to_dict(), indent=2, sort_keys=True),
+                memory_mib=row.peak_memory_mib if records.has_memory else None,
             )
         )
     return rows

@@ -22,7 +22,7 @@ from autotune.config import RunSettings, TrialConfig
 from autotune.confirmation import Candidate, Confirmation
 from autotune.exceptions import ConfigError, StudyError, TrialFailure
 from autotune.fidelity import NoiseFloor, fidelity_distance
-from autotune.records import StudyRecords, TrialRow
+from autotune.records import StudyRecords, TrialRow, within_memory
 from autotune.result import CurvePoint, RunResult
 from autotune.schema import BASELINE_SEEDS, CONFIRMATION_KEY
 
@@ -49,9 +49,23 @@ def check_plan(top: object, rounds: object, extra_seeds: Sequence[int]) -> tuple
     return seeds
 
 
-def candidates_of(records: StudyRecords, top: int) -> list[TrialRow]:
-    """The ``top`` fastest feasible Pareto trials (duplicates left out), fastest first."""
-    front = [r for r in records.pareto() if r.config is not None and r.duplicate_of is None]
+def candidates_of(
+    records: StudyRecords, top: int, max_memory_mib: float | None = None
+) -> list[TrialRow]:
+    """The ``top`` fastest feasible Pareto trials faster than the baseline (duplicates left
+    out; with ``max_memory_mib``, only those whose peak memory is within it, MiB), fastest
+    first. On three objectives the front also holds slower trials that need less memory than
+    the baseline: a confirmation of speed-ups leaves them out."""
+    floor = records.baseline.throughput.median if records.baseline.throughput else 0.0
+    front = [
+        r
+        for r in records.pareto()
+        if r.config is not None
+        and r.duplicate_of is None
+        and r.throughput is not None
+        and r.throughput.median > floor
+        and within_memory(r, max_memory_mib)
+    ]
     return front[:top]
 
 
@@ -78,12 +92,18 @@ def _points(curve: Sequence[CurvePoint]) -> list[tuple[float, float]]:
     return [(p.samples, p.val_loss) for p in curve]
 
 
-def start(records: StudyRecords, top: int, rounds: int, seeds: Sequence[int]) -> Confirmation:
+def start(
+    records: StudyRecords,
+    top: int,
+    rounds: int,
+    seeds: Sequence[int],
+    max_memory_mib: float | None = None,
+) -> Confirmation:
     """The stored confirmation when it is of the same candidates, rounds and seeds; else a new
     one (the search found other candidates since, or other rounds were asked for)."""
     if records.baseline.config is None:
         raise StudyError("a confirmation needs the baseline; run the study first")
-    trials = candidates_of(records, top)
+    trials = candidates_of(records, top, max_memory_mib)
     stored = records.confirmation
     numbers = [r.number for r in trials]
     if stored is not None and stored.same_plan(numbers, rounds, seeds):
@@ -108,10 +128,12 @@ def confirm(
     settings: RunSettings,
     log_root: Path,
     on_progress: ProgressListener | None = None,
+    max_memory_mib: float | None = None,
 ) -> Confirmation:
-    """Starts, resumes or returns the confirmation of ``plan`` (top, rounds, seeds): one done
-    before for the same candidates is stored as it is and returned."""
-    confirmation = start(records, *plan)
+    """Starts, resumes or returns the confirmation of ``plan`` (top, rounds, seeds) of the
+    candidates within ``max_memory_mib`` (MiB, no limit when None): one done before for the
+    same candidates is stored as it is and returned."""
+    confirmation = start(records, *plan, max_memory_mib=max_memory_mib)
     if confirmation.complete:  # done before, or nothing feasible to confirm
         study.set_user_attr(CONFIRMATION_KEY, confirmation.to_dict())
         return confirmation

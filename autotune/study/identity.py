@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import optuna
@@ -21,7 +22,8 @@ from autotune.config import RunSettings
 from autotune.exceptions import ConfigError
 from autotune.experiment import Experiment
 from autotune.fidelity import DEFINITION as FIDELITY_DEFINITION
-from autotune.schema import DIRECTIONS, IDENTITY_KEY, INFO_KEY, MISMATCHES_KEY, OBJECTIVES
+from autotune.objectives import DEFAULT_OBJECTIVES, described
+from autotune.schema import IDENTITY_KEY, INFO_KEY, MISMATCHES_KEY
 from autotune.space import SearchSpace
 from autotune.storage import quiet_experimental
 
@@ -42,7 +44,11 @@ def measurement(settings: RunSettings) -> dict[str, Any]:
 
 
 def identity(
-    experiment: Experiment, space: SearchSpace, tolerance: float, settings: RunSettings
+    experiment: Experiment,
+    space: SearchSpace,
+    tolerance: float,
+    settings: RunSettings,
+    objectives: Sequence[str] = DEFAULT_OBJECTIVES,
 ) -> dict[str, Any]:
     """What a study made with these inputs on this machine must match to be resumed."""
     versions = hardware.versions()
@@ -51,13 +57,36 @@ def identity(
         "experiment": experiment.name,
         "space": space.digest(),
         "measurement": hashlib.sha256(digest).hexdigest()[:16],
-        "objectives": [f"{name}:{d}" for name, d in zip(OBJECTIVES, DIRECTIONS, strict=True)],
+        "objectives": described(objectives),
         "tolerance": tolerance,
         "fidelity": FIDELITY_DEFINITION,
         "hardware": hardware.fingerprint(),
         "tensorflow": versions.get("tensorflow", ""),
         "keras": versions.get("keras", ""),
     }
+
+
+def objectives_of(
+    study: optuna.Study, requested: Sequence[str] | None, is_new: bool
+) -> tuple[str, ...]:
+    """The objectives of ``study``: ``requested`` (default: throughput and fidelity) for a new
+    one; a stored one keeps those it was made with (Optuna stores their directions), and a
+    different ``requested`` is refused (ConfigError naming ``objectives``)."""
+    if is_new:
+        return tuple(requested or DEFAULT_OBJECTIVES)
+    with quiet_experimental():
+        names = study.metric_names
+    stored = tuple(names) if names else DEFAULT_OBJECTIVES
+    if requested is not None and tuple(requested) != stored:
+        raise ConfigError(
+            f"cannot change the objectives of the stored study {study.study_name!r}: it was "
+            f"made with {','.join(stored)} and keeps them (Optuna stores their directions). "
+            "Leave them out to resume it, or choose another {study_name} for a new study. "
+            f"Received: {','.join(requested)}",
+            argument="objectives",
+            mentions=("study_name",),
+        )
+    return stored
 
 
 def differences(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:
@@ -100,7 +129,7 @@ def record(
 ) -> None:
     """Stores a new study's identity, objective names and provenance."""
     with quiet_experimental():
-        study.set_metric_names(list(OBJECTIVES))
+        study.set_metric_names([name.split(":")[0] for name in current["objectives"]])
     study.set_user_attr(IDENTITY_KEY, current)
     study.set_user_attr(
         INFO_KEY,

@@ -13,21 +13,25 @@ state. No TensorFlow here.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.exceptions import TrialFailure
+from autotune.exceptions import ConfigError, TrialFailure
 from autotune.fidelity import NoiseFloor, fidelity_distance
+from autotune.objectives import FIDELITY, MEMORY, MIB, THROUGHPUT, peak_memory_bytes
 from autotune.result import CurvePoint, RunResult
 from autotune.schema import (
     CURVE_FROM_ATTR,
     DUPLICATE_OF_ATTR,
+    FAILURE_ATTR,
     FIDELITY_ATTR,
     FIDELITY_SYMMETRIC_ATTR,
+    INTERRUPTED_FAILURE,
     PRUNED_REASON_ATTR,
     RESULT_ATTR,
     THROUGHPUT_ATTR,
@@ -87,6 +91,25 @@ def with_twin_curve(trial: optuna.Trial, result: RunResult, twin: CurveTwin | No
     return dataclasses.replace(result, curve=[CurvePoint(**point) for point in twin.curve])
 
 
+@contextlib.contextmanager
+def failure_recorded(trial: optuna.Trial) -> Iterator[None]:
+    """Records how a trial's run failed before the error propagates: a TrialFailure with its
+    kind, a ConfigError (the experiment is broken; the study then stops) as an "exception",
+    Ctrl-C or SIGTERM as interrupted (the trial process is already stopped)."""
+    try:
+        yield
+    except TrialFailure as failure:
+        trial.set_user_attr(FAILURE_ATTR, failure.to_dict())
+        raise
+    except ConfigError as error:
+        broken = {"kind": "exception", "message": str(error), "log_tail": ""}
+        trial.set_user_attr(FAILURE_ATTR, broken)
+        raise
+    except KeyboardInterrupt:
+        trial.set_user_attr(FAILURE_ATTR, INTERRUPTED_FAILURE)
+        raise
+
+
 def compact(result: RunResult) -> dict[str, Any]:
     """What a trial keeps of its RunResult in the storage (everything but the config, which is
     stored on its own)."""
@@ -115,7 +138,24 @@ def score_fidelity(
     return fidelity
 
 
-def reuse(trial: optuna.Trial, duplicate: FrozenTrial) -> tuple[float, float]:
+def objective_values(
+    result: RunResult, fidelity: float, objectives: Sequence[str]
+) -> tuple[float, ...]:
+    """A scored trial's values for ``objectives``: median samples/s, fidelity and, when
+    ``memory`` is one, peak memory (MiB; the device's on a GPU, else the trial process's).
+    Raises TrialFailure ("exception") when memory is an objective and was not measured."""
+    if result.throughput is None:  # such a trial is pruned before it is scored
+        raise TrialFailure("exception", "a trial without a throughput cannot be scored")
+    values = {THROUGHPUT: result.throughput.median, FIDELITY: fidelity}
+    if MEMORY in objectives:
+        peak = peak_memory_bytes(result.peak_host_bytes, result.peak_device_bytes)
+        if peak is None:
+            raise TrialFailure("exception", "memory is an objective, but no peak was measured")
+        values[MEMORY] = peak / MIB
+    return tuple(values[name] for name in objectives)
+
+
+def reuse(trial: optuna.Trial, duplicate: FrozenTrial) -> tuple[float, ...]:
     """Trial ``trial`` duplicates the measured ``duplicate``: its measurement is reused (a
     pruned one is pruned again, with the reason)."""
     trial.set_user_attr(DUPLICATE_OF_ATTR, duplicate.number)
@@ -125,14 +165,15 @@ def reuse(trial: optuna.Trial, duplicate: FrozenTrial) -> tuple[float, float]:
         prune(trial, f"same configuration as trial {duplicate.number}: {earlier}")
     for key in (THROUGHPUT_ATTR, FIDELITY_ATTR, FIDELITY_SYMMETRIC_ATTR, RESULT_ATTR):
         trial.set_user_attr(key, duplicate.user_attrs.get(key))
-    throughput, fidelity = duplicate.values
-    return throughput, fidelity
+    return tuple(duplicate.values)
 
 
 __all__ = [
     "PREDICTED_OOM_VIOLATION",
     "SPEED_CONSTRAINT",
     "compact",
+    "failure_recorded",
+    "objective_values",
     "prune",
     "prune_predicted_oom",
     "prune_slower",

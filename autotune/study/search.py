@@ -23,7 +23,7 @@ import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.schema import DIRECTIONS
+from autotune.objectives import DEFAULT_OBJECTIVES, directions
 from autotune.storage import quiet_experimental
 from autotune.study.checks import MAX_SEED
 from autotune.study.scoring import SPEED_CONSTRAINT
@@ -38,10 +38,12 @@ def create(
     seed: int,
     sampler: optuna.samplers.BaseSampler | None = None,
     known: Sequence[Mapping[str, Any]] = (),
+    objectives: Sequence[str] = DEFAULT_OBJECTIVES,
 ) -> tuple[optuna.Study, bool]:
-    """The Optuna study ``name`` (created or loaded) with ``sampler`` or the default one, and
-    whether it is new. The default sampler's seed is offset by the trials stored, so a resumed
-    study does not replay its earlier draws; ``known`` as in :class:`FreshProposals`."""
+    """The Optuna study ``name`` (created with ``objectives``, or loaded with its own) with
+    ``sampler`` or the default one, and whether it is new. The default sampler's seed is offset
+    by the trials stored, so a resumed study does not replay its earlier draws; ``known`` as in
+    :class:`FreshProposals`."""
     try:
         stored = len(optuna.load_study(study_name=name, storage=storage).trials)
         is_new = False
@@ -52,7 +54,7 @@ def create(
         study = optuna.create_study(
             storage=storage,
             study_name=name,
-            directions=list(DIRECTIONS),
+            directions=directions(objectives),
             sampler=sampler,
             load_if_exists=True,
         )

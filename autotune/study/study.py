@@ -2,8 +2,9 @@
 
 A study runs the experiment's baseline (:mod:`autotune.study.baseline`), then asks Optuna for
 configurations. Each trial is measured in its own process; its throughput (samples/s, maximised)
-and fidelity distance (minimised) are the two named objectives, and ``fidelity - tolerance <= 0``
-is an Optuna constraint. The first trials are a structured start (:mod:`autotune.study.search`). A
+and fidelity distance (minimised) are the named objectives, peak memory (MiB, minimised) a third
+on request (:mod:`autotune.objectives`), and ``fidelity - tolerance <= 0`` is an Optuna
+constraint. The first trials are a structured start (:mod:`autotune.study.search`). A
 trial confidently slower than the baseline is stopped before its curve and recorded as pruned,
 with a violated constraint so the sampler ranks it as dominated (:mod:`autotune.study.scoring`); a
 duplicate of a measured configuration reuses its measurement, and one
@@ -29,6 +30,7 @@ from autotune.confirmation import DEFAULT_ROUNDS, DEFAULT_TOP, EXTRA_SEEDS, Conf
 from autotune.exceptions import ConfigError, StudyError, TrialFailure
 from autotune.experiment import Experiment, load_experiment, reference_of
 from autotune.log_folders import default_log_root
+from autotune.objectives import DEFAULT_OBJECTIVES, check_memory_limit, parse_objectives
 from autotune.placement import HostClaim, Placement
 from autotune.profile import check_mode
 from autotune.recipe import Recipe
@@ -39,7 +41,6 @@ from autotune.schema import (
     CONFIG_ATTR,
     FAILURE_ATTR,
     IDENTITY_KEY,
-    INTERRUPTED_FAILURE,
     LOG_DIR_ATTR,
     RESULT_ATTR,
     TARGET_KEY,
@@ -134,6 +135,9 @@ class Study:
         max_consecutive_failures: stop after this many failed trials in a row.
         placement: the cores or GPU this process and its trials run on, claimed on this host
             while trials run (:mod:`autotune.placement`); default: every usable core.
+        objectives: "throughput,fidelity" (the default) or "throughput,fidelity,memory": peak
+            memory (MiB) as a third objective (:mod:`autotune.objectives`). A stored study keeps
+            the objectives it was made with; a different value is refused.
     """
 
     def __init__(
@@ -155,6 +159,7 @@ class Study:
         profile_mode: str = "all",
         max_consecutive_failures: int = MAX_CONSECUTIVE_FAILURES,
         placement: Placement | None = None,
+        objectives: str | Sequence[str] | None = None,
     ) -> None:
         self.profile_mode = check_mode(profile_mode)
         if not is_positive_finite(tolerance):
@@ -162,6 +167,7 @@ class Study:
                 f"must be a finite number > 0. Received: {tolerance!r}", argument="tolerance"
             )
         check_seed(seed)
+        requested = parse_objectives(objectives)
         start_mode = check_start(start)
         if study_name is not None:
             check_study_name(study_name)
@@ -189,7 +195,9 @@ class Study:
             seed,
             sampler,
             known=[space_params(self.space, TrialConfig.baseline(base))],
+            objectives=requested or DEFAULT_OBJECTIVES,
         )
+        self.objectives = identity.objectives_of(self.optuna, requested, is_new)
         self.read_only = read_only
         self._identity(allow_mismatch or read_only, is_new=is_new)
         if is_new:
@@ -205,7 +213,9 @@ class Study:
         return default_log_root(self.storage_url, self.name)
 
     def _identity(self, allow_mismatch: bool, is_new: bool) -> None:
-        current = identity.identity(self.experiment, self.space, self.tolerance, self.settings)
+        current = identity.identity(
+            self.experiment, self.space, self.tolerance, self.settings, self.objectives
+        )
         if is_new or IDENTITY_KEY not in self.optuna.user_attrs:
             identity.record(
                 self.optuna,
@@ -274,7 +284,7 @@ class Study:
         return str(log_dir) if self.profile_mode == "all" else None
 
     # ----------------------------------------------------------------- one trial
-    def _objective(self, trial: optuna.Trial) -> tuple[float, float]:
+    def _objective(self, trial: optuna.Trial) -> tuple[float, ...]:
         worker = recovery.this_worker() | {"shared": self.placement.shared}
         trial.set_user_attr(WORKER_ATTR, worker)  # first: see fail_orphans
         trial.set_user_attr(FAILURE_ATTR, None)
@@ -284,7 +294,7 @@ class Study:
         with recovery.KeepAlive(self.optuna, trial):
             return self._measured(trial, config)
 
-    def _measured(self, trial: optuna.Trial, config: TrialConfig) -> tuple[float, float]:
+    def _measured(self, trial: optuna.Trial, config: TrialConfig) -> tuple[float, ...]:
         duplicate = prediction.measured_duplicate(self.optuna, trial.number, config)
         if duplicate is not None:
             return scoring.reuse(trial, duplicate)
@@ -307,23 +317,12 @@ class Study:
             curve=self.settings.curve and curve,
         )
         trial.set_user_attr(LOG_DIR_ATTR, str(log_dir))
-        try:
+        with scoring.failure_recorded(trial):
             return self.runner(self.reference, config, settings, log_dir)
-        except TrialFailure as failure:
-            trial.set_user_attr(FAILURE_ATTR, failure.to_dict())
-            raise
-        except ConfigError as error:  # the experiment is broken: recorded, then the study stops
-            trial.set_user_attr(
-                FAILURE_ATTR, {"kind": "exception", "message": str(error), "log_tail": ""}
-            )
-            raise
-        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the trial process is already stopped
-            trial.set_user_attr(FAILURE_ATTR, INTERRUPTED_FAILURE)
-            raise
 
-    def _score(self, trial: optuna.Trial, result: RunResult) -> tuple[float, float]:
-        """Stores the result and returns (throughput median, fidelity); prunes a trial stopped
-        early or without a throughput."""
+    def _score(self, trial: optuna.Trial, result: RunResult) -> tuple[float, ...]:
+        """Stores the result and returns its objectives (throughput median, fidelity and, when
+        asked, peak memory); prunes a trial stopped early or without a throughput."""
         trial.set_user_attr(RESULT_ATTR, scoring.compact(result))
         if result.throughput is not None:
             trial.set_user_attr(THROUGHPUT_ATTR, result.throughput.to_dict())
@@ -337,14 +336,12 @@ class Study:
                 result.throughput.median if result.stopped_early and result.throughput else None,
                 baseline_throughput.low,
             )
-        try:
+        with scoring.failure_recorded(trial):
             fidelity = scoring.score_fidelity(trial, result, baseline_curve, floor)
-        except TrialFailure as unscored:
-            trial.set_user_attr(FAILURE_ATTR, unscored.to_dict())
-            raise
+            values = scoring.objective_values(result, fidelity, self.objectives)
         board.trial_run(log_dir, trial.number, result, fidelity)
         set_constraints(trial, {"fidelity": fidelity - self.tolerance})
-        return result.throughput.median, fidelity
+        return values
 
     # ----------------------------------------------------------------- the loop
     def optimize(self, n_trials: int | None = None, timeout: float | None = None) -> None:
@@ -445,13 +442,16 @@ class Study:
         rounds: int = DEFAULT_ROUNDS,
         extra_seeds: Sequence[int] = EXTRA_SEEDS,
         on_progress: Callable[[str], None] | None = None,
+        max_memory_mib: float | None = None,
     ) -> Confirmation | None:
-        """Re-measures the ``top`` fastest feasible Pareto trials head to head with the
-        baseline, ``rounds`` interleaved rounds of fresh processes, and trains each one's curve
-        with ``extra_seeds`` (see :mod:`autotune.confirmation`). Stored in the study as it goes:
-        a confirmation already done for the same candidates is returned, not repeated; one cut
+        """Re-measures the ``top`` fastest feasible Pareto trials (faster than the baseline;
+        with ``max_memory_mib``, within that peak memory, MiB) head to head with the baseline,
+        ``rounds`` interleaved rounds of fresh processes, and trains each one's curve with
+        ``extra_seeds`` (see :mod:`autotune.confirmation`). Stored in the study as it goes: a
+        confirmation already done for the same candidates is returned, not repeated; one cut
         short resumes. ``top`` 0 confirms nothing and returns None.
         """
+        limit = check_memory_limit(max_memory_mib)
         seeds = confirming.check_plan(top, rounds, extra_seeds)
         if top == 0:
             return None
@@ -465,6 +465,7 @@ class Study:
                 self.settings,
                 self.log_root,
                 on_progress,
+                limit,
             )
 
     # ----------------------------------------------------------------- queries
@@ -483,11 +484,14 @@ class Study:
         and fidelity, fastest first (see :func:`autotune.records.pareto_front`)."""
         return self._stored().pareto()
 
-    def best(self, max_fidelity: float | None = None) -> Recipe:
-        """The fastest measured configuration with fidelity <= ``max_fidelity`` (default: the
-        study's tolerance) that beats the baseline; the baseline itself, with a note saying so,
-        when none does."""
-        return self._stored().best(self.tolerance if max_fidelity is None else max_fidelity)
+    def best(
+        self, max_fidelity: float | None = None, max_memory_mib: float | None = None
+    ) -> Recipe:
+        """The fastest configuration with fidelity <= ``max_fidelity`` (default: the study's
+        tolerance) and peak memory <= ``max_memory_mib`` (MiB; default: no limit) that beats
+        the baseline, confirmed where it can be (:meth:`~autotune.records.StudyRecords.best`)."""
+        limit = self.tolerance if max_fidelity is None else max_fidelity
+        return self._stored().best(limit, check_memory_limit(max_memory_mib))
 
     def _stored(self) -> StudyRecords:
         return read_records(self._storage, self.storage_url, self.name)

@@ -27,12 +27,12 @@ from tests.support.demo_study import (
 
 TOP_KEYS = {
     "schema", "study", "storage", "experiment", "experiment_reference", "tolerance",
-    "fidelity_definition", "baseline", "finished", "counts", "trials", "pareto_front",
+    "objectives", "fidelity_definition", "baseline", "finished", "counts", "trials", "pareto_front",
     "confirmation", "recommendation",
 }  # fmt: skip
 TRIAL_KEYS = {
-    "number", "state", "config", "throughput", "fidelity", "fidelity_symmetric", "feasible",
-    "failure_kind", "reason", "duplicate_of", "log_dir",
+    "number", "state", "config", "throughput", "fidelity", "fidelity_symmetric",
+    "peak_memory_mib", "feasible", "failure_kind", "reason", "duplicate_of", "log_dir",
 }  # fmt: skip
 
 
@@ -59,6 +59,7 @@ def test_status_json_is_the_study_in_the_documented_schema(confirmed: DemoStudy)
     assert study["schema"] == SCHEMA
     assert study["study"] == records.study_name
     assert study["fidelity_definition"] == records.identity["fidelity"]
+    assert study["objectives"] == ["throughput", "fidelity"]
     assert study["baseline"]["throughput"]["median"] == pytest.approx(1000, rel=0.05)
     assert study["baseline"]["noise_floor"]["loss_floor"] > 0
     assert [t["number"] for t in study["trials"]] == [t.number for t in records.trials]
