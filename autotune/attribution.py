@@ -31,6 +31,7 @@ SETTINGS = (
     "shuffle_buffer",
     "steps_per_execution",
     *THREAD_SETTINGS,
+    "backend",
 )
 #: Settings that change how fast steps run, never which examples they see or in what order: the
 #: map is deterministic at any parallelism, prefetch only buffers (:mod:`autotune.trial.pipeline`)
@@ -41,12 +42,22 @@ CURVE_NEUTRAL = ("prefetch", "num_parallel_calls", "steps_per_execution")
 
 
 def changed_settings(config: TrialConfig, baseline: TrialConfig) -> tuple[str, ...]:
-    """The settings in which ``config`` differs from ``baseline``, in :data:`SETTINGS` order."""
-    return tuple(s for s in SETTINGS if getattr(config, s) != getattr(baseline, s))
+    """The settings in which ``config`` differs from ``baseline``, in :data:`SETTINGS` order.
+
+    On the JAX backend ``jit_compile`` is not a setting of its own (JAX trains through
+    ``jax.jit``): a JAX configuration against a TensorFlow one differs in ``backend`` there."""
+    tied = config.backend == "jax" and baseline.backend != "jax"
+    return tuple(
+        s
+        for s in SETTINGS
+        if getattr(config, s) != getattr(baseline, s) and not (tied and s == "jit_compile")
+    )
 
 
 def reverted(config: TrialConfig, baseline: TrialConfig, *settings: str) -> TrialConfig:
-    """``config`` with ``settings`` at the baseline's values."""
+    """``config`` with ``settings`` at the baseline's values. A JAX configuration's backend
+    reverted keeps its XLA compilation (TensorFlow with ``jit_compile``), so the backend alone
+    changes."""
     return dataclasses.replace(config, **{s: getattr(baseline, s) for s in settings})
 
 

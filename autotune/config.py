@@ -8,6 +8,7 @@ result and compared across runs.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import math
 from collections.abc import Mapping
@@ -19,6 +20,22 @@ from autotune.exceptions import ConfigError
 
 Precision = Literal["float32", "mixed_float16", "mixed_bfloat16"]
 PRECISIONS: tuple[str, ...] = get_args(Precision)
+#: The Keras 3 backends a trial can run on (set as ``KERAS_BACKEND`` before Keras is imported).
+Backend = Literal["tensorflow", "jax"]
+BACKENDS: tuple[str, ...] = get_args(Backend)
+#: What installs each optional backend.
+BACKEND_INSTALL = {"jax": "pip install 'autotune[jax]'"}
+
+
+def backend_missing(backend: str) -> str | None:
+    """Why the Keras backend ``backend`` cannot run here (its package is not installed), or
+    None when it can. TensorFlow is always installed (the input pipeline is tf.data)."""
+    if backend == "tensorflow" or importlib.util.find_spec(backend) is not None:
+        return None
+    install = BACKEND_INSTALL.get(backend, f"pip install {backend}")
+    return f"the Keras backend {backend!r} needs {backend}, which is not installed ({install})"
+
+
 AUTOTUNE: Literal["autotune"] = "autotune"
 Tunable = int | Literal["autotune"]
 
@@ -144,6 +161,12 @@ class TrialConfig:
         inter_op_threads: ops TensorFlow runs at once; 0 leaves its default.
         private_threadpool_size: threads of the training pipeline's own tf.data pool
             (``tf.data.Options().threading``); 0 shares TensorFlow's.
+        backend: the Keras backend the model trains on, "tensorflow" or "jax" (the tf.data
+            pipeline feeds either). On TensorFlow ``jit_compile`` is XLA; on JAX it is
+            ``jax.jit`` (XLA too), which JAX needs: ``backend="jax"`` without ``jit_compile``
+            is refused, since Keras would then run every JAX operation eagerly, one by one (a
+            debugging mode, not a speed setting). On JAX the thread counts size only the
+            TensorFlow pools of the input pipeline; XLA's CPU runtime keeps its own.
     """
 
     batch_size: int
@@ -156,6 +179,7 @@ class TrialConfig:
     intra_op_threads: int = 0
     inter_op_threads: int = 0
     private_threadpool_size: int = 0
+    backend: Backend = "tensorflow"
 
     def __post_init__(self) -> None:
         _check_int("TrialConfig", "batch_size", self.batch_size, 1)
@@ -175,10 +199,22 @@ class TrialConfig:
         _check_int("TrialConfig", "steps_per_execution", self.steps_per_execution, 1)
         for name in THREAD_SETTINGS:
             _check_int("TrialConfig", name, getattr(self, name), 0)
+        if self.backend not in BACKENDS:
+            raise ConfigError(
+                f"TrialConfig.backend must be one of {list(BACKENDS)}. "
+                f"Received: backend={self.backend!r}"
+            )
+        if self.backend == "jax" and not self.jit_compile:
+            raise ConfigError(
+                "TrialConfig: backend='jax' needs jit_compile=true: Keras trains a JAX model "
+                "through jax.jit (XLA), and without it runs every operation eagerly, one by one "
+                "(a debugging mode, not a speed setting). Received: backend='jax', "
+                "jit_compile=False"
+            )
 
     @classmethod
     def baseline(cls, batch_size: int) -> TrialConfig:
-        """The reference configuration: float32, no XLA, pipeline defaults."""
+        """The reference configuration: TensorFlow, float32, no XLA, pipeline defaults."""
         return cls(batch_size=batch_size)
 
     def to_dict(self) -> dict[str, Any]:
@@ -196,9 +232,18 @@ class TrialConfig:
     def from_json(cls, text: str, source: str = "trial config") -> TrialConfig:
         return cls.from_dict(_parse_json(text, source), source)
 
+    @property
+    def compiler(self) -> str:
+        """How the training step is compiled, for people: 'xla' or 'no-xla' on TensorFlow (a
+        tf.function graph either way), 'jax.jit' on JAX."""
+        if self.backend == "jax":
+            return "jax.jit"
+        return "xla" if self.jit_compile else "no-xla"
+
     def describe(self) -> str:
         """A one-line summary for people, e.g. 'bs=128 mixed_bfloat16 xla pf=autotune ...'
-        (steps per execution only where it is not 1, thread counts only where set)."""
+        ('jax.jit' in place of 'xla' on the JAX backend; steps per execution only where it is
+        not 1, thread counts only where set)."""
         steps = f" steps={self.steps_per_execution}" if self.steps_per_execution != 1 else ""
         threads = "".join(
             f" {label}={getattr(self, name)}"
@@ -206,7 +251,7 @@ class TrialConfig:
             if getattr(self, name)
         )
         return (
-            f"bs={self.batch_size} {self.precision} {'xla' if self.jit_compile else 'no-xla'} "
+            f"bs={self.batch_size} {self.precision} {self.compiler} "
             f"prefetch={self.prefetch} parallel={self.num_parallel_calls} "
             f"shuffle={self.shuffle_buffer}{steps}{threads}"
         )

@@ -15,7 +15,16 @@ from typing import Any
 
 import psutil
 
-LIBRARIES = ("tensorflow", "keras", "numpy", "optuna", "tensorboard-plugin-profile", "xprof")
+LIBRARIES = (
+    "tensorflow",
+    "keras",
+    "jax",
+    "jaxlib",
+    "numpy",
+    "optuna",
+    "tensorboard-plugin-profile",
+    "xprof",
+)
 
 
 def _cpu_model() -> str:

@@ -72,6 +72,12 @@ class Recipe:
     def is_baseline(self) -> bool:
         return self.trial is None
 
+    @property
+    def backend(self) -> str:
+        """The Keras backend it was measured on: tensorflow or jax; :func:`apply` refuses it
+        where Keras runs on another."""
+        return self.config.backend
+
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["config"] = self.config.to_dict()
@@ -231,6 +237,11 @@ class AppliedRecipe:
         """The Keras dtype policy name: float32, mixed_float16 or mixed_bfloat16."""
         return self.config.precision
 
+    @property
+    def backend(self) -> str:
+        """The Keras backend it was measured on: tensorflow or jax (``KERAS_BACKEND``)."""
+        return self.config.backend
+
     def compile_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``model.compile``, as a trial passes them besides the optimizer,
         loss and metrics: ``jit_compile`` (XLA), ``steps_per_execution`` (1) and
@@ -295,6 +306,7 @@ class AppliedRecipe:
         from autotune.trial.model import compile_model, model_with_float32_head
         from autotune.trial.pipeline import training_pipeline
 
+        check_backend(self.config)
         keras.config.set_dtype_policy(self.config.precision)
         keras.utils.set_random_seed(seed)
         train_data, _ = training_pipeline(experiment, self.config, seed)
@@ -312,10 +324,25 @@ def _set_dtype_policy(name: str) -> None:
     keras.config.set_dtype_policy(name)
 
 
+def check_backend(config: TrialConfig) -> None:
+    """ConfigError when Keras runs on another backend here than the recipe's ``config`` was
+    measured on, naming both (Keras reads ``KERAS_BACKEND`` once, when first imported)."""
+    import keras
+
+    loaded = keras.backend.backend()
+    if loaded != config.backend:
+        raise ConfigError(
+            f"the recipe was measured on the Keras backend {config.backend!r}, but Keras runs "
+            f"on {loaded!r} here: set KERAS_BACKEND={config.backend} before anything imports "
+            "keras, or use a recipe measured on this backend"
+        )
+
+
 def apply(recipe: Recipe | str | Path, experiment: Experiment | None = None) -> AppliedRecipe:
     """Sets the recipe's Keras dtype policy and TensorFlow thread counts (call it before
     building the model; thread counts before TensorFlow runs anything, else ConfigError) and
-    returns the settings a trial of it used (see :class:`AppliedRecipe`).
+    returns the settings a trial of it used (see :class:`AppliedRecipe`). A recipe measured on
+    another Keras backend than the one loaded is refused with a ConfigError naming both.
 
     ``recipe`` is a :class:`Recipe` or the path of a recipe file. With ``experiment``, the
     learning rate comes from its scaling rule for the recipe's batch size (as in a trial).
@@ -323,6 +350,7 @@ def apply(recipe: Recipe | str | Path, experiment: Experiment | None = None) -> 
     not the one the recipe was measured on.
     """
     applied = AppliedRecipe._make(recipe, experiment, stacklevel=2)
+    check_backend(applied.config)
     if applied.config.intra_op_threads or applied.config.inter_op_threads:
         from autotune.trial.threads import set_threads
 
@@ -338,5 +366,6 @@ __all__ = [
     "HardwareMismatchWarning",
     "Recipe",
     "apply",
+    "check_backend",
     "hardware_differences",
 ]

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from autotune.bundled import SPACES, space_file, space_names
 from autotune.config import (
     AUTOTUNE,
+    BACKENDS,
     LIMITS,
     PRECISIONS,
     THREAD_SETTINGS,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     import optuna
 
 PARAMETERS = (
+    "backend",
     "precision",
     "jit_compile",
     "batch_size",
@@ -133,12 +135,16 @@ class SearchSpace:
     def sample(self, trial: optuna.Trial, base_batch_size: int) -> TrialConfig:
         """Draws a configuration for ``trial``; absent parameters keep the baseline's value.
 
-        Precision and jit_compile are drawn before batch size, so a sampler can relate the
-        batch sizes that fit in memory to them.
+        The backend, precision and jit_compile are drawn before batch size, so a sampler can
+        relate the batch sizes that fit in memory to them. On the JAX backend ``jit_compile`` is
+        not drawn: JAX trains through ``jax.jit`` (see :class:`TrialConfig`), so it is true.
         """
         values: dict[str, Any] = {"batch_size": base_batch_size}
         for key in PARAMETERS:
             parameter = self.parameters.get(key)
+            if key == "jit_compile" and values.get("backend") == "jax":
+                values[key] = True
+                continue
             if isinstance(parameter, Choice):
                 values[key] = trial.suggest_categorical(key, list(parameter.values))
             elif isinstance(parameter, IntRange):
@@ -164,14 +170,28 @@ class SearchSpace:
         return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]
 
     def size(self) -> int:
-        """Number of distinct configurations in the space."""
+        """Number of distinct configurations in the space (a JAX configuration has one
+        jit_compile value, true)."""
         total = 1
-        for parameter in self.parameters.values():
-            if isinstance(parameter, Choice):
-                total *= len(parameter.values)
-            else:
-                total *= (parameter.high - parameter.low) // parameter.multiple_of + 1
-        return total
+        for key, parameter in self.parameters.items():
+            if key not in ("backend", "jit_compile"):
+                total *= _count(parameter)
+        backends = self.parameters.get("backend", Choice(("tensorflow",)))
+        jits = _count(self.parameters.get("jit_compile", Choice((False,))))
+        return total * sum(jits if b == "tensorflow" else 1 for b in space_values(backends))
+
+
+def _count(parameter: Parameter) -> int:
+    if isinstance(parameter, Choice):
+        return len(parameter.values)
+    return (parameter.high - parameter.low) // parameter.multiple_of + 1
+
+
+def space_values(parameter: Parameter) -> tuple[Any, ...]:
+    """Every value ``parameter`` can take."""
+    if isinstance(parameter, Choice):
+        return parameter.values
+    return tuple(range(parameter.low, parameter.high + 1, parameter.multiple_of))
 
 
 def _fail(source: str, key: str, expected: str, received: object) -> ConfigError:
@@ -187,6 +207,9 @@ def _check_value(source: str, name: str, key: str, value: object) -> None:
     if name == "precision":
         if value not in PRECISIONS:
             raise _fail(source, key, f"one of {list(PRECISIONS)}", value)
+    elif name == "backend":
+        if value not in BACKENDS:
+            raise _fail(source, key, f"one of {list(BACKENDS)}", value)
     elif name == "jit_compile":
         if not isinstance(value, bool):
             raise _fail(source, key, "true or false", value)
@@ -399,4 +422,5 @@ __all__ = [
     "load_space",
     "resolve_space",
     "space_from_dict",
+    "space_values",
 ]

@@ -66,6 +66,7 @@ _FIELDS = (
     ("intra_op_threads", "intra-op threads", "threads per TensorFlow op (0: its default)"),
     ("inter_op_threads", "inter-op threads", "TensorFlow ops run at once (0: its default)"),
     ("private_threadpool_size", "tf.data pool", "the pipeline's own threads (0: shared pool)"),
+    ("backend", "Keras backend", "tensorflow or jax (KERAS_BACKEND)"),
 )
 _METRICS = (
     (THROUGHPUT_TAG, "throughput (samples/s)", "median training samples/s (maximised)"),

@@ -40,7 +40,7 @@ def space_file(name: str) -> Path | None:
 
 
 def space_names() -> list[str]:
-    """The bundled spaces' names, sorted (``["cpu", "gpu", "input", "quick"]``)."""
+    """The bundled spaces' names, sorted (``["cpu", "gpu", "input", "keras3", "quick"]``)."""
     return sorted(path.stem for path in SPACES.glob("*.toml"))
 
 

@@ -1,14 +1,15 @@
 """What a :class:`~autotune.study.Study` refuses before anything is stored: a sampler seed
 numpy cannot take, a study name an Optuna storage cannot hold, a log folder that cannot be
-made."""
+made, a Keras backend that is not installed."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from autotune.config import LIMITS, is_positive_finite
+from autotune.config import LIMITS, backend_missing, is_positive_finite
 from autotune.exceptions import ConfigError
+from autotune.space import SearchSpace, space_values
 from autotune.storage import STUDY_NAME
 
 #: The largest sampler seed (numpy's range).
@@ -91,3 +92,18 @@ __all__ = [
     "check_seed",
     "check_study_name",
 ]
+
+
+def check_backends(space: SearchSpace) -> SearchSpace:
+    """``space`` when every Keras backend it searches can run here; ConfigError naming "space",
+    the backend and what installs it otherwise (before any trial fails for it)."""
+    backend = space.parameters.get("backend")
+    for name in space_values(backend) if backend is not None else ():
+        missing = backend_missing(name)
+        if missing is not None:
+            raise ConfigError(
+                f"{space.source} searches {missing}. Install it, or leave {name!r} out of "
+                "parameters.backend",
+                argument="space",
+            )
+    return space

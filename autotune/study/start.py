@@ -3,11 +3,13 @@
 A study's first trials are not random draws but the probes a careful engineer makes first: the
 baseline's one-factor neighbours, each changing one setting of the float32, no-XLA baseline
 (every other precision the space holds, at the base batch size; XLA on; the batch size doubled
-and quadrupled, rounded to the space; the most steps per execution the space allows), and the
+and quadrupled, rounded to the space; the most steps per execution the space allows; the JAX
+backend, with the ``jax.jit`` it trains through, where the space holds it), and the
 practitioner's checklist configuration for the machine (:mod:`autotune.checklist`); then, once
 they are measured, their combination: each probed setting at the value that ran fastest within
 the fidelity tolerance (the baseline's value where no probe beat the baseline), as an engineer
-combines the changes that helped (:func:`combined_config`). Why: each probe answers one question
+combines the changes that helped (:func:`combined_config`; a combination on the JAX backend
+compiles with the ``jax.jit`` JAX needs). Why: each probe answers one question
 (does this precision, XLA, a larger batch help here?), so the sampler starts from measured main
 effects instead of from a handful of random points that may all sit in one trap; and a factor
 whose probe is confidently bad (``mixed_float16`` on a CPU without fast float16, tens of times
@@ -43,7 +45,7 @@ COMBINED_KEY = "autotune_start_combined"
 #: Batch-size multiples of the base a structured start probes.
 BATCH_FACTORS = (2, 4)
 #: The settings a one-factor probe changes.
-FACTORS = ("precision", "jit_compile", "batch_size", "steps_per_execution")
+FACTORS = ("precision", "jit_compile", "batch_size", "steps_per_execution", "backend")
 
 
 def check_start(start: str) -> str:
@@ -86,10 +88,14 @@ def _snap(parameter: Parameter | None, value: Any, fallback: Any) -> Any:
 
 
 def _in_space(space: SearchSpace, wanted: Mapping[str, Any], base: Mapping[str, Any]) -> dict:
-    """``wanted`` with each value the space searches snapped to it (else ``base``'s)."""
-    return {
+    """``wanted`` with each value the space searches snapped to it (else ``base``'s); on the
+    JAX backend ``jit_compile`` is true, as :meth:`SearchSpace.sample` makes it."""
+    snapped = {
         key: _snap(space.parameters.get(key), value, base[key]) for key, value in wanted.items()
     }
+    if snapped.get("backend") == "jax":
+        snapped["jit_compile"] = True
+    return snapped
 
 
 def centre_of(space: SearchSpace, base_batch_size: int) -> TrialConfig:
@@ -116,6 +122,9 @@ def structured_start(
     if steps is not None:  # the most steps per call the space allows
         most = steps.high if isinstance(steps, IntRange) else max(steps.values)
         probes.append({**centre, "steps_per_execution": most})
+    backend = space.parameters.get("backend")
+    if isinstance(backend, Choice):
+        probes += [{**centre, "backend": b} for b in backend.values if b != centre["backend"]]
     probes.append(checklist_config(base_batch_size, hardware).to_dict())
     configs: list[TrialConfig] = []
     for probe in probes:
@@ -126,9 +135,11 @@ def structured_start(
 
 
 def space_params(space: SearchSpace, config: TrialConfig) -> dict[str, Any]:
-    """The Optuna parameters that make :meth:`SearchSpace.sample` return ``config``."""
+    """The Optuna parameters that make :meth:`SearchSpace.sample` return ``config`` (on the JAX
+    backend without ``jit_compile``, which is not drawn there)."""
     values = config.to_dict()
-    return {key: values[key] for key in space.parameters}
+    drawn = [k for k in space.parameters if not (k == "jit_compile" and config.backend == "jax")]
+    return {key: values[key] for key in drawn}
 
 
 def record_start(study: optuna.Study, configs: Sequence[TrialConfig]) -> None:
@@ -156,7 +167,10 @@ def combined_config(
             best[changed[0]] = (throughput, getattr(config, changed[0]))
     if len(best) < 2:
         return None
-    return TrialConfig.from_dict(centre.to_dict() | {k: v for k, (_, v) in best.items()})
+    combined = centre.to_dict() | {k: v for k, (_, v) in best.items()}
+    if combined["backend"] == "jax":
+        combined["jit_compile"] = True
+    return TrialConfig.from_dict(combined)
 
 
 def _tried(study: optuna.Study) -> set[TrialConfig]:

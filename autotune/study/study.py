@@ -51,15 +51,11 @@ from autotune.schema import (
     row_of,
 )
 from autotune.space import SearchSpace, resolve_space
-from autotune.storage import (
-    DEFAULT_STORAGE,
-    check_url,
-    open_storage,
-    quiet_experimental,
-)
+from autotune.storage import DEFAULT_STORAGE, check_url, open_storage, quiet_experimental
 from autotune.study import (
     baseline,
     board,
+    checks,
     claims,
     confirming,
     identity,
@@ -70,7 +66,6 @@ from autotune.study import (
     search,
     turns,
 )
-from autotune.study.checks import check_budget, check_log_root, check_seed, check_study_name
 from autotune.study.optuna_tools import set_constraints
 from autotune.study.profiling import ProfileListener, profile_front
 from autotune.study.start import (
@@ -166,18 +161,20 @@ class Study:
             raise ConfigError(
                 f"must be a finite number > 0. Received: {tolerance!r}", argument="tolerance"
             )
-        check_seed(seed)
+        checks.check_seed(seed)
         requested = parse_objectives(objectives)
         start_mode = check_start(start)
         if study_name is not None:
-            check_study_name(study_name)
+            checks.check_study_name(study_name)
         self.reference = reference_of(experiment)
         self.experiment = load_experiment(experiment) if isinstance(experiment, str) else experiment
-        self.space = resolve_space(space)
+        self.space = checks.check_backends(resolve_space(space))
         self.settings = self.space.run_settings(settings)
         self.tolerance = float(tolerance)
         self.storage_url = storage
-        self.name = study_name or check_study_name(f"{self.experiment.name}-{self.space.name}")
+        self.name = study_name or checks.check_study_name(
+            f"{self.experiment.name}-{self.space.name}"
+        )
         self.runner: TrialRunner = runner or isolated_runner
         self.max_consecutive_failures = max_consecutive_failures
         check_url(storage)
@@ -185,7 +182,7 @@ class Study:
         self.placement.apply()  # before the identity: a core set is part of the fingerprint
         self.log_root = Path(log_root or self._default_log_root()).resolve()
         if not read_only:
-            check_log_root(self.log_root)
+            checks.check_log_root(self.log_root)
         self._storage = open_storage(storage, stale_trial_callback=recovery.RetryInterrupted())
         self._guard = StorageGuard(storage)
         base = self.experiment.base_batch_size
@@ -355,7 +352,7 @@ class Study:
         Journal file or PostgreSQL, workers share the study and its ``n_trials`` (stored for
         ``autotune worker``), each trial running elsewhere counting towards it.
         """
-        check_budget(n_trials, timeout)
+        checks.check_budget(n_trials, timeout)
         if self.read_only:  # opened to read; adding trials needs the same identity
             self.read_only = False
             self._identity(allow_mismatch=False, is_new=False)

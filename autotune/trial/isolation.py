@@ -47,14 +47,17 @@ TOKEN_ENV = "AUTOTUNE_TRIAL_TOKEN"
 KILL_ROUNDS = 5
 
 
-def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of a trial process: the caller's, plus autotune's fixed settings.
+def child_environment(
+    extra: Mapping[str, str] | None = None, backend: str = "tensorflow"
+) -> dict[str, str]:
+    """The environment of a trial process: the caller's, plus autotune's fixed settings, among
+    them ``KERAS_BACKEND`` (the trial's ``backend``, whatever the caller's environment says).
 
     ``extra`` overrides anything (for example ``CUDA_VISIBLE_DEVICES`` or ``XLA_FLAGS``).
     """
     env = dict(os.environ)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    env["KERAS_BACKEND"] = "tensorflow"
+    env["KERAS_BACKEND"] = backend
     env["PYTHONUNBUFFERED"] = "1"
     source_root = _source_root()
     if source_root is not None:
@@ -192,7 +195,7 @@ def run_isolated(
                 stdin=subprocess.DEVNULL,
                 stdout=write_fd,
                 stderr=subprocess.STDOUT,
-                env=child_environment({**(env or {}), TOKEN_ENV: token}),
+                env=child_environment({**(env or {}), TOKEN_ENV: token}, config.backend),
                 start_new_session=True,
             )
         except BaseException:

@@ -21,7 +21,7 @@ def _dtype(tensor: Any) -> str:
 
 
 def _output_dtypes(model: keras.Model, x: Any) -> list[str]:
-    return [_dtype(t) for t in tf.nest.flatten(model(x, training=False))]
+    return [_dtype(t) for t in keras.tree.flatten(model(x, training=False))]
 
 
 class _Float32Output(keras.Model):
@@ -33,7 +33,7 @@ class _Float32Output(keras.Model):
 
     def call(self, inputs: Any, training: bool | None = None) -> Any:
         outputs = self.inner(inputs, training=training)
-        return tf.nest.map_structure(lambda t: keras.ops.cast(t, "float32"), outputs)
+        return keras.tree.map_structure(lambda t: keras.ops.cast(t, "float32"), outputs)
 
 
 def ensure_float32_head(model: keras.Model, x: Any) -> tuple[keras.Model, dict[str, Any]]:
@@ -87,7 +87,7 @@ def check_output_matches_labels(experiment: Experiment, model: keras.Model, x: A
     try:
         value = loss(y, outputs)
     except Exception as error:
-        shapes = [tuple(t.shape) for t in tf.nest.flatten(outputs)]
+        shapes = [tuple(t.shape) for t in keras.tree.flatten(outputs)]
         raise ExperimentError(
             f"Experiment {experiment.name!r}: the model's output shape {shapes} does not fit the "
             f"labels' shape {tuple(y.shape)} for loss {experiment.loss!r}: {error}"
@@ -100,8 +100,12 @@ def model_with_float32_head(
     experiment: Experiment, train_data: tf.data.Dataset
 ) -> tuple[keras.Model, dict[str, Any]]:
     """Builds the experiment's model, checks it against one training batch and makes its outputs
-    float32 (see :func:`ensure_float32_head`)."""
-    x, y = next(iter(train_data))[:2]
+    float32 (see :func:`ensure_float32_head`). On JAX the batch is read as numpy arrays, as the
+    JAX trainer reads every batch."""
+    if keras.backend.backend() == "jax":
+        x, y = next(train_data.take(1).as_numpy_iterator())[:2]
+    else:
+        x, y = next(iter(train_data))[:2]
     model = build_model(experiment)
     check_output_matches_labels(experiment, model, x, y)
     return ensure_float32_head(model, x)
@@ -143,10 +147,12 @@ def effective_settings(
     pipeline_settings: PipelineSettings,
     head: dict[str, Any],
 ) -> dict[str, Any]:
-    """The settings that took effect: dtype policy, XLA, steps per execution (while timed),
-    TensorFlow's thread counts, loss scaling, learning rate, pipeline (its tf.data pool
-    included) and output head."""
+    """The settings that took effect: Keras backend, dtype policy, XLA (``jit_compile``: XLA on
+    TensorFlow, ``jax.jit`` on JAX), steps per execution (while timed), TensorFlow's thread
+    counts, loss scaling, learning rate, pipeline (its tf.data pool included) and output
+    head."""
     return {
+        "backend": keras.backend.backend(),
         "dtype_policy": keras.config.dtype_policy().name,
         "compute_dtype": keras.config.dtype_policy().compute_dtype,
         "variable_dtype": keras.config.dtype_policy().variable_dtype,

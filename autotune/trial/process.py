@@ -76,19 +76,26 @@ def main(argv: list[str]) -> int:
     _die_with_parent(parent_pid)
     request = json.loads(request_path.read_text(encoding="utf-8"))
 
-    from autotune.config import RunSettings, TrialConfig
+    from autotune.config import RunSettings, TrialConfig, backend_missing
     from autotune.exceptions import ConfigError
     from autotune.experiment import load_experiment
 
     config = TrialConfig.from_dict(request["config"])
     settings = RunSettings.from_dict(request["settings"])
     try:
+        missing = backend_missing(config.backend)
+        if missing is not None:
+            raise ConfigError(f"{config.describe()}: {missing}")
+        os.environ["KERAS_BACKEND"] = config.backend  # before anything imports keras
         if config.intra_op_threads or config.inter_op_threads:
             from autotune.trial.threads import set_threads
 
             set_threads(config)  # before the experiment's module can run TensorFlow
         experiment = load_experiment(request["experiment"])
+        from autotune.trial.backends import check_backend
         from autotune.trial.runner import classify_exception, run_trial
+
+        check_backend(config)
 
         try:
             result = run_trial(experiment, config, settings)

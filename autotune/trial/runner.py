@@ -3,7 +3,8 @@
 :func:`run_trial` sets the dtype policy before the model is built, keeps the output layer in
 float32 under mixed precision, compiles with the trial's ``jit_compile``, warms up until step times
 stop falling, times whole-step windows (samples/s), then restores the initial weights and trains a
-fixed sample budget with validation loss at fixed checkpoints (the fidelity curve). Between the
+fixed sample budget with validation loss at fixed checkpoints (the fidelity curve), on the
+Keras backend the trial asks for (TensorFlow or JAX, set before Keras was imported). Between the
 timed windows and the curve, and outside both, it may profile one more window under the
 TensorBoard profiler (steps wrapped in step markers, read with XProf) and time the same steps fed
 one cached batch (input ablation). Call it in a fresh process (see
@@ -44,6 +45,7 @@ from autotune.measure import (
 from autotune.profile import ProfileError, ProfileSummary, analyse
 from autotune.recompilation import Recompilation, detect
 from autotune.result import CurvePoint, RunResult
+from autotune.trial import backends
 from autotune.trial.model import (
     compile_model,
     effective_settings,
@@ -132,20 +134,13 @@ def _restore(variables: list[Any], values: list[Any]) -> None:
         variable.assign(value)
 
 
-def _peak_device_bytes() -> int | None:
-    gpus = tf.config.list_logical_devices("GPU")
-    if not gpus:
-        return None
-    return int(sum(tf.config.experimental.get_memory_info(g.name)["peak"] for g in gpus))
-
-
 def _library_facts() -> dict[str, Any]:
     build = tf.sysconfig.get_build_info()
     return {
         "cuda": str(build.get("cuda_version", "")),
         "cudnn": str(build.get("cudnn_version", "")),
-        "devices": [d.name for d in tf.config.list_logical_devices()],
-        "keras_backend": keras.backend.backend(),
+        "devices": backends.devices(),
+        "keras_backend": backends.loaded_backend(),
     }
 
 
@@ -210,6 +205,7 @@ def run_trial(experiment: Experiment, config: TrialConfig, settings: RunSettings
                 speed.profile, speed.profile_error = _profile_window(
                     trainer, config, Path(settings.profile_dir), settings, windows.steps
                 )
+        trainer.sync()  # a JAX trainer's state back into the model, for the next trainer
         throughput = windows.throughput
         if settings.input_ablation and windows.stopped_early is None and throughput is not None:
             with _timed(phases, "ablation"):
@@ -288,16 +284,15 @@ def _profile_window(
     breakdown, never its measurements."""
     steps = min(window_steps, settings.profile_steps)
     clock = Stopwatch()
-    try:
-        tf.profiler.experimental.start(str(log_dir))
-    except tf.errors.OpError as error:  # another profiler session runs in this process
-        return None, f"the profiler could not start: {error.message}"
+    not_started = backends.start_profiler(str(log_dir))
+    if not_started is not None:
+        return None, not_started
     try:
         samples_per_second = timed_window(
             trainer, steps, config.samples_per_call, "profiled window", step_markers=True
         )
     finally:
-        tf.profiler.experimental.stop()
+        backends.stop_profiler()
     try:
         summary = analyse(log_dir)
     except ProfileError as error:
@@ -335,6 +330,7 @@ def _cached_batch_throughput(
         timed_window(trainer, window_steps, config.samples_per_call, "input ablation")
         for _ in range(settings.ablation_windows)
     ]
+    trainer.sync()
     return summarize(windows)
 
 
@@ -359,7 +355,7 @@ def _result(
         profile_error=speed.profile_error,
         recompilation=speed.recompilation,
         peak_host_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-        peak_device_bytes=_peak_device_bytes(),
+        peak_device_bytes=backends.peak_device_bytes(),
         phase_seconds=phases,
         hardware={**hardware.hardware(), **_library_facts()},
         versions=hardware.versions(),
@@ -389,6 +385,7 @@ def _train_curve(
     metrics: dict[str, float] = {}
     for step in checkpoint_steps(samples, config.batch_size, settings.checkpoints):
         trainer.run(step - trainer.steps, "curve")
+        trainer.sync()  # evaluation reads the model's variables
         metrics = {
             name: float(value)
             for name, value in model.evaluate(

@@ -32,7 +32,7 @@ CHECKOUT_EXPERIMENTS = PACKAGE.parent / "experiments"
 
 def test_the_bundled_files_live_inside_the_package() -> None:
     assert SPACES == PACKAGE / "bundled" / "spaces"
-    assert space_names() == ["cpu", "gpu", "input", "quick"]
+    assert space_names() == ["cpu", "gpu", "input", "keras3", "quick"]
     assert DEFAULT_EXPERIMENT in EXPERIMENTS == ("digits_cnn", "tabular_mlp", "transformer")
     for name in EXPERIMENTS:
         assert (PACKAGE / "bundled" / f"{name}.py").is_file()
@@ -115,7 +115,7 @@ def test_an_unknown_space_name_lists_the_bundled_spaces(tmp_path, monkeypatch) -
 
     assert str(info.value) == (
         "search space file 'nope' does not exist, and no bundled space has that name "
-        "(bundled: cpu, gpu, input, quick)"
+        "(bundled: cpu, gpu, input, keras3, quick)"
     )
 
 
@@ -135,7 +135,7 @@ def test_the_commands_default_to_the_bundled_digits_cnn_and_name_the_others(comm
 def test_run_help_names_every_bundled_space() -> None:
     result = CliRunner().invoke(main, ["run", "--help"])
 
-    listed = "quick, cpu, gpu, input"
+    listed = "quick, cpu, gpu, input, keras3"
     assert f"a bundled space: {listed}." in " ".join(result.output.split())
     assert sorted(listed.split(", ")) == space_names()
 

@@ -93,7 +93,7 @@ def test_the_wheel_holds_the_bundled_experiments_and_spaces(wheel) -> None:
     names = set(wheel.namelist())
 
     assert {f"autotune/bundled/{name}.py" for name in EXPERIMENTS} <= names
-    assert space_names() == ["cpu", "gpu", "input", "quick"]
+    assert space_names() == ["cpu", "gpu", "input", "keras3", "quick"]
     assert {f"autotune/bundled/spaces/{name}.toml" for name in space_names()} <= names
     assert not [n for n in names if not n.startswith(("autotune/", "autotune-"))], names
 
@@ -123,10 +123,13 @@ def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _declared() -> set[str]:
+def _declared(extra: str | None = None) -> set[str]:
+    """The distributions ``[project] dependencies`` names (with ``extra``: that extra's)."""
+    project = PYPROJECT["project"]
+    requirements = project["optional-dependencies"][extra] if extra else project["dependencies"]
     return {
         _normal(re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0])
-        for requirement in PYPROJECT["project"]["dependencies"]
+        for requirement in requirements
     }
 
 
@@ -144,7 +147,7 @@ def _imported_top_level() -> set[str]:
 
 def test_every_imported_package_is_a_declared_dependency() -> None:
     distributions = metadata.packages_distributions()
-    declared = _declared()
+    declared = _declared() | _declared("jax")  # the JAX backend, imported only on it
     undeclared = {}
     for name in sorted(_imported_top_level()):
         providers = {_normal(d) for d in distributions.get(name, [name])}
@@ -153,6 +156,7 @@ def test_every_imported_package_is_a_declared_dependency() -> None:
 
     assert {"sqlalchemy", "flask", "xprof", "sklearn"} <= _imported_top_level()
     assert not undeclared, f"imported but not in [project] dependencies: {undeclared}"
+    assert "jax" in _declared("jax") and "jax" not in _declared()  # an optional extra
 
 
 def test_majors_are_bounded_where_experimental_or_internal_apis_are_used() -> None:

@@ -137,6 +137,7 @@ def test_to_dict_has_the_config_as_a_plain_dict():
         "intra_op_threads": 0,
         "inter_op_threads": 0,
         "private_threadpool_size": 0,
+        "backend": "tensorflow",
     }
     json.dumps(data)  # JSON-serialisable as is
 

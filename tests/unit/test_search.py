@@ -110,7 +110,7 @@ def test_start_probes_the_most_steps_per_execution_a_space_allows() -> None:
 
 
 def test_every_start_configuration_is_in_its_space() -> None:
-    for name in ("quick", "cpu", "gpu", "input"):
+    for name in ("quick", "cpu", "gpu", "input", "keras3"):
         space = resolve_space(name)
         for base in (16, 32, 100):
             for probe in structured_start(space, base, AMX_CPU):

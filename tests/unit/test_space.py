@@ -28,7 +28,7 @@ from autotune.space import (
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
-BUNDLED = ("quick", "cpu", "gpu", "input")
+BUNDLED = ("quick", "cpu", "gpu", "input", "keras3")
 
 
 def write_space(directory: Path, text: str, name: str = "space.toml") -> Path:
