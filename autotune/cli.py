@@ -46,7 +46,7 @@ def main() -> None:
     "--space",
     default="quick",
     show_default=True,
-    help="Search-space TOML file, or a bundled space: quick, cpu, gpu, input.",
+    help="Search-space TOML file, or a bundled space: quick, cpu, gpu, input, keras3.",
 )
 @STORAGE_OPTION
 @STUDY_OPTION
@@ -184,6 +184,7 @@ def run(
     )
     set_target(study, n_trials)
     finished = FinishedTrials(study)
+    memory = "memory" in study.objectives
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -203,7 +204,7 @@ def run(
 
         def on_trial(_row: TrialRow | None = None) -> None:  # every worker's, as they finish
             for row in finished.new():
-                progress.console.print(trial_line(row))
+                progress.console.print(trial_line(row, memory))
             progress.update(trials_task, completed=min(study.finished_count(), n_trials))
 
         def on_profile(number: int, entry: dict[str, Any]) -> None:
@@ -290,7 +291,8 @@ def status(storage: str, study_name: str | None, as_json: bool) -> None:
         + ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
     )
     if records.trials:
-        console.print(trials_table(list(records.trials), "Trials", console.width))
+        table = trials_table(list(records.trials), "Trials", console.width, records.has_memory)
+        console.print(table)
     confirmation = records.confirmation
     if confirmation is not None:
         show_confirmation(console, confirmation, records.tolerance)

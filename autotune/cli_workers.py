@@ -152,7 +152,8 @@ def worker(
         f"worker {safe(me)} on {placement.describe()} joined study [bold]{safe(study.name)}[/]: "
         f"{study.finished_count()} of {target} trials finished"
     )
-    study.add_listener(lambda row: console.print(trial_line(row)))
+    memory = "memory" in study.objectives
+    study.add_listener(lambda row: console.print(trial_line(row, memory)))
     study.ensure_baseline(
         on_wait=lambda: console.print("waiting for the baseline (another worker runs it)")
     )

@@ -4,7 +4,9 @@ Every ``refresh_seconds`` (2 s by default) the app reads the study's records aga
 open storage (reads only) and redraws when something changed. A fidelity-tolerance slider picks
 the fastest configuration within it that beats the baseline; clicking a point of the Pareto
 figure (the report's own figure) shows that run's curve against the baseline, its step time and
-its recipe JSON with a copy button.
+its recipe JSON with a copy button. A study with the memory objective also shows the memory view
+(throughput against peak memory), whose points select the same way, and a peak-memory limit
+(MiB) that the recommendation keeps to: memory enters it as a limit, never as a weight.
 
 SQLite allows one writer at a time: a read that meets a writer waits (the storage's busy timeout)
 and, if the database still reports itself busy or locked, the dashboard keeps the last records it
@@ -66,6 +68,8 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
 )
 BUSY_NOTE = "storage busy, retrying"
 CLICK_PROMPT = "Click a point of the Pareto figure to see its curve, step time and recipe."
+#: The ids of the figures whose points select a run.
+PARETO_GRAPH, MEMORY_GRAPH = "pareto-graph", "memory-graph"
 
 
 # ------------------------------------------------------------------------------------------
@@ -240,9 +244,22 @@ class Dashboard:
     def slider_value(self, value: float | None) -> float:
         return self.records.tolerance if value is None else float(value)
 
-    def recommend(self, tolerance: float | None, _stamp: Any = None) -> str:
-        """Slider callback: the recommendation's text at ``tolerance``."""
-        return recommendation_info(self.records, self.slider_value(tolerance)).text
+    def memory_limit(self, value: Any) -> float | None:
+        """The peak-memory limit (MiB) typed into the page; None for none (empty, not a
+        positive number, or a study without the memory objective)."""
+        if not self.records.has_memory or isinstance(value, bool):
+            return None
+        try:
+            limit = float(value)
+        except (TypeError, ValueError):
+            return None
+        return limit if limit > 0 and limit != float("inf") else None
+
+    def recommend(self, tolerance: float | None, _stamp: Any = None, max_memory: Any = None) -> str:
+        """Slider (and memory-limit) callback: the recommendation's text at ``tolerance``,
+        within ``max_memory`` MiB when one is given."""
+        limit = self.memory_limit(max_memory)
+        return recommendation_info(self.records, self.slider_value(tolerance), limit).text
 
     def pareto(self, _stamp: Any = None, tolerance: float | None = None) -> Any:
         """The Pareto figure, with a line at the slider's tolerance; zoom survives refreshes."""
@@ -250,16 +267,31 @@ class Dashboard:
         figure.update_layout(uirevision="pareto")
         return figure
 
-    def memory(self, _stamp: Any = None) -> Any:
+    def memory(self, _stamp: Any = None, max_memory: Any = None) -> Any:
         """The memory view (throughput against peak memory), in a study with the memory
-        objective; zoom survives refreshes."""
+        objective, with a line at the memory limit when one is given; zoom survives
+        refreshes."""
         figure = memory_figure(memory_info(self.records))
+        limit = self.memory_limit(max_memory)
+        if limit is not None:
+            figure.add_vline(
+                x=limit,
+                line={"dash": "dash", "color": "#888"},
+                annotation_text=f"limit {limit:g} MiB",
+            )
         figure.update_layout(uirevision="memory")
         return figure
 
+    @staticmethod
+    def clicked(pareto_click: Any, memory_click: Any, graph: str | None) -> Any:
+        """Click callback of both figures: the ``clickData`` of ``graph``, the one clicked
+        last (kept in the page, so each browser keeps its own selection)."""
+        return memory_click if graph == MEMORY_GRAPH else pareto_click
+
     def select(self, click_data: Any, _stamp: Any = None) -> tuple[str, Any, Any, str]:
-        """Click callback: (title, curve figure, step-time figure, recipe JSON) of the clicked
-        point; the recommendation's before any click."""
+        """Selection callback: (title, curve figure, step-time figure, recipe JSON) of the
+        clicked point (a ``clickData`` of either figure); the recommendation's before any
+        click."""
         key = clicked_key(click_data)
         selection = selection_info(self.records, key)
         if selection is None:
@@ -297,6 +329,7 @@ class Dashboard:
                     id="refresh", interval=int(self.refresh_seconds * 1000), n_intervals=0
                 ),
                 dcc.Store(id="records-stamp", data=self.stamp),
+                dcc.Store(id="selected-point"),  # the clickData of the point clicked last
                 html.Div(
                     [
                         html.Label("fidelity tolerance (1.0 = worse by as much as a seed re-run)"),
@@ -317,10 +350,23 @@ class Dashboard:
                     id="recommendation",
                     style={"fontWeight": "bold", "margin": "0.5em 0 1em"},
                 ),
-                dcc.Graph(id="pareto-graph", figure=self.pareto(None, tolerance)),
-                dcc.Graph(  # the front's second projection; hidden without the objective
-                    id="memory-graph",
-                    figure=self.memory() if self.records.has_memory else {},
+                dcc.Graph(id=PARETO_GRAPH, figure=self.pareto(None, tolerance)),
+                html.Div(  # the front's second projection; hidden without the objective
+                    [
+                        html.Label("peak memory limit (MiB) ", htmlFor="memory-limit"),
+                        dcc.Input(
+                            id="memory-limit",
+                            type="number",
+                            min=0,
+                            debounce=True,
+                            placeholder="no limit",
+                        ),
+                        dcc.Graph(
+                            id=MEMORY_GRAPH,
+                            figure=self.memory() if self.records.has_memory else {},
+                        ),
+                    ],
+                    id="memory-view",
                     style={} if self.records.has_memory else {"display": "none"},
                 ),
                 html.H3(title, id="selection-title", style=section),
@@ -353,7 +399,7 @@ class Dashboard:
         from autotune._plotly import require
 
         require("dash")
-        from dash import Dash, Input, Output, State
+        from dash import Dash, Input, Output, State, ctx
 
         app = Dash(__name__, title=page_title(self.study_name), update_title="")
         guard_host(app.server, allowed_hosts(host, extra_hosts), port)
@@ -370,6 +416,7 @@ class Dashboard:
             Output("recommendation", "children"),
             Input("tolerance-slider", "value"),
             Input("records-stamp", "data"),
+            Input("memory-limit", "value"),
             prevent_initial_call=True,
         )(self.recommend)
         app.callback(
@@ -379,16 +426,23 @@ class Dashboard:
             prevent_initial_call=True,
         )(self.pareto)
         app.callback(
-            Output("memory-graph", "figure"),
+            Output(MEMORY_GRAPH, "figure"),
             Input("records-stamp", "data"),
+            Input("memory-limit", "value"),
             prevent_initial_call=True,
         )(self.memory)
+        app.callback(
+            Output("selected-point", "data"),
+            Input(PARETO_GRAPH, "clickData"),
+            Input(MEMORY_GRAPH, "clickData"),
+            prevent_initial_call=True,
+        )(lambda pareto, memory: self.clicked(pareto, memory, ctx.triggered_id))
         app.callback(
             Output("selection-title", "children"),
             Output("selection-curve", "figure"),
             Output("selection-breakdown", "figure"),
             Output("recipe", "children"),
-            Input("pareto-graph", "clickData"),
+            Input("selected-point", "data"),
             Input("records-stamp", "data"),
             prevent_initial_call=True,
         )(self.select)
@@ -418,6 +472,8 @@ def create_app(
 
 __all__ = [
     "BUSY_NOTE",
+    "MEMORY_GRAPH",
+    "PARETO_GRAPH",
     "REFRESH_SECONDS",
     "Dashboard",
     "Selection",

@@ -219,10 +219,15 @@ def show_failure(console: Console, failure: TrialFailure) -> None:
         console.print(plain(failure.log_tail), markup=False, highlight=False)
 
 
-def trial_line(row: TrialRow) -> str:
-    """One line per finished trial: number, configuration, throughput with CI, fidelity,
-    feasibility, input verdict with its source ('highly input-bound 37% (ablation; xprof 3%)')
-    and XLA RECOMPILED when XLA recompiled while timed."""
+def _peak(row: TrialRow) -> str:
+    return "-" if row.peak_memory_mib is None else f"{row.peak_memory_mib:,.0f} MiB"
+
+
+def trial_line(row: TrialRow, memory: bool = False) -> str:
+    """One line per finished trial: number, configuration, throughput with CI, fidelity (and,
+    with ``memory``, in a study with the memory objective, the peak memory), feasibility, input
+    verdict with its source ('highly input-bound 37% (ablation; xprof 3%)') and XLA RECOMPILED
+    when XLA recompiled while timed."""
     config = row.config.describe() if row.config else "(no configuration)"
     head = f"trial {row.number:>3}  {safe(config)}"
     if row.state == "failed":
@@ -241,6 +246,8 @@ def trial_line(row: TrialRow) -> str:
     symmetric = row.fidelity_symmetric
     if row.fidelity is not None and symmetric is not None and symmetric - row.fidelity >= 0.005:
         fidelity += f" (symmetric {symmetric:.2f}: better in part)"
+    if memory:
+        fidelity += f"  peak {_peak(row)}"
     inputs = f"  {safe(row.verdict_text)}" if row.verdict_text else ""
     recompiled = f"  [bold red]{RECOMPILED}[/]" if row.recompiled else ""
     return f"{head}  {throughput}  {fidelity}  {verdict}{copy}{inputs}{recompiled}"
@@ -271,9 +278,12 @@ def baseline_line(seed: int, result: RunResult) -> str:
 WIDE_TABLE = 120
 
 
-def trials_table(rows: list[TrialRow], title: str, width: int | None = None) -> Table:
-    """A table of trials: configuration, throughput with CI, fidelity, state, input verdict
-    (with its source and both figures) and the profile's log folder. A trial whose profile
+def trials_table(
+    rows: list[TrialRow], title: str, width: int | None = None, memory: bool = False
+) -> Table:
+    """A table of trials: configuration, throughput with CI, fidelity (with ``memory``, in a
+    study with the memory objective, then the peak memory), state, input verdict (with its
+    source and both figures) and the profile's log folder. A trial whose profile
     came from the study's Pareto re-run (:attr:`~autotune.records.ProfileFacts.profile_source`)
     is marked "(re-run)". For a terminal ``width`` under :data:`WIDE_TABLE` columns the
     folder and the verdict's source are left out (``status --json`` and the report show them).
@@ -287,6 +297,8 @@ def trials_table(rows: list[TrialRow], title: str, width: int | None = None) -> 
         "samples/s (95% CI)", justify="right", min_width=None if wide else 15, overflow="fold"
     )
     table.add_column("fidelity", justify="right")
+    if memory:
+        table.add_column("peak memory", justify="right")
     table.add_column("state", max_width=None if wide else 10, overflow="fold")
     table.add_column("input", max_width=None if wide else 12, overflow="fold")
     if wide:
@@ -319,7 +331,8 @@ def trials_table(rows: list[TrialRow], title: str, width: int | None = None) -> 
         verdict = row.verdict_text or "-"
         if not wide:
             verdict = verdict.split(" (")[0]
-        cells = [str(row.number), config, rate, fidelity, state, safe(verdict)]
+        cells = [str(row.number), config, rate, fidelity, *([_peak(row)] if memory else [])]
+        cells += [state, safe(verdict)]
         table.add_row(*cells, *([where] if wide else []))
     return table
 

@@ -39,11 +39,20 @@ def _objective_value(index: int) -> Callable[[FrozenTrial], float]:
 
 def importance_info(records: StudyRecords) -> ImportanceInfo:
     """Optuna's parameter importance (fANOVA, seed 0) of each objective over the complete,
-    scored trials; only when at least 2 such trials have differing parameters."""
+    scored trials (the peak memory too, in a study with the memory objective); only when at
+    least 2 such trials have differing parameters."""
     import optuna
     from optuna.distributions import json_to_distribution
 
-    rows = [r for r in records.trials if r.scored and r.duplicate_of is None and r.params]
+    memory = records.has_memory
+    rows = [
+        r
+        for r in records.trials
+        if r.scored
+        and r.duplicate_of is None
+        and r.params
+        and (r.peak_memory_mib is not None or not memory)
+    ]
     varying = {k for r in rows for k in r.params if len({repr(o.params.get(k)) for o in rows}) > 1}
     if len(rows) < 2 or not varying:
         return ImportanceInfo(
@@ -56,20 +65,24 @@ def importance_info(records: StudyRecords) -> ImportanceInfo:
     verbosity = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(max(verbosity, optuna.logging.WARNING))
     try:
-        study = optuna.create_study(directions=["maximize", "minimize"])
+        study = optuna.create_study(directions=["maximize", "minimize", *(["minimize"] * memory)])
     finally:
         optuna.logging.set_verbosity(verbosity)
     study.add_trials(
         optuna.trial.create_trial(
             params=r.params,
             distributions={k: json_to_distribution(v) for k, v in r.distributions.items()},
-            values=[r.throughput.median if r.throughput else 0.0, r.fidelity or 0.0],
+            values=[
+                r.throughput.median if r.throughput else 0.0,
+                r.fidelity or 0.0,
+                *([r.peak_memory_mib or 0.0] if memory else []),
+            ],
         )
         for r in rows
     )
     importances: dict[str, dict[str, float]] = {}
     problems = []
-    for index, name in enumerate(records.metric_names[:2]):
+    for index, name in enumerate(records.metric_names[: 3 if memory else 2]):
         try:
             values = optuna.importance.get_param_importances(
                 study,

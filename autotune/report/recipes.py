@@ -77,26 +77,35 @@ class Recommendation(NamedTuple):
     text: str
 
 
-def recommendation_info(records: StudyRecords, tolerance: float) -> Recommendation:
-    """The fastest complete trial with fidelity <= ``tolerance`` that is faster than the
-    baseline (``Study.best``'s rule), or the baseline, saying so."""
+def recommendation_info(
+    records: StudyRecords, tolerance: float, max_memory_mib: float | None = None
+) -> Recommendation:
+    """The fastest complete trial with fidelity <= ``tolerance`` (and, with ``max_memory_mib``,
+    a peak memory within it, MiB) that is faster than the baseline (``Study.best``'s rule), or
+    the baseline, saying so. Memory is a limit, never a weight against speed."""
     baseline = records.baseline
     if baseline.throughput is None or baseline.config is None:
         return Recommendation(tolerance, None, "The baseline has not been measured yet.")
-    best = records.fastest_within(tolerance)
+    best = records.fastest_within(tolerance, max_memory_mib)
+    memory = "" if max_memory_mib is None else f" and peak memory <= {max_memory_mib:g} MiB"
     if best is None or best.throughput is None or best.config is None:
-        within = len(records.within(tolerance))
+        within = len(records.within(tolerance, max_memory_mib))
         return Recommendation(
             tolerance,
             None,
             f"Keep the baseline ({baseline.config.describe()}, "
             f"{format_throughput(baseline.throughput)}): no trial is faster than the baseline "
-            f"with fidelity <= {tolerance:.2f} ({within} trial(s) within it).",
+            f"with fidelity <= {tolerance:.2f}{memory} ({within} trial(s) within it).",
         )
     speedup = best.throughput.median / baseline.throughput.median
+    peak = (
+        f", peak memory {best.peak_memory_mib:,.0f} <= {max_memory_mib:g} MiB"
+        if max_memory_mib is not None and best.peak_memory_mib is not None
+        else ""
+    )
     return Recommendation(
         tolerance,
         best.number,
         f"Trial {best.number}: {best.config.describe()}: {format_throughput(best.throughput)}, "
-        f"{speedup:.2f}x the baseline, fidelity {best.fidelity:.2f} <= {tolerance:.2f}.",
+        f"{speedup:.2f}x the baseline, fidelity {best.fidelity:.2f} <= {tolerance:.2f}{peak}.",
     )

@@ -221,6 +221,7 @@ def test_create_app_serves_the_page_and_its_callbacks(demo: DemoStudy) -> None:
             "inputs": [
                 {"id": "tolerance-slider", "property": "value", "value": LOOSE},
                 {"id": "records-stamp", "property": "data", "value": "x"},
+                {"id": "memory-limit", "property": "value", "value": None},
             ],
             "changedPropIds": ["tolerance-slider.value"],
             "state": [],
@@ -229,6 +230,22 @@ def test_create_app_serves_the_page_and_its_callbacks(demo: DemoStudy) -> None:
     assert response.status_code == 200
     text = response.get_json()["response"]["recommendation"]["children"]
     assert text.startswith("Trial 2:")
+    on_memory = {"points": [{"customdata": "trial:3"}]}
+    clicked = client.post(  # the figure clicked last is the one Dash says triggered
+        "/_dash-update-component",
+        json={
+            "output": "selected-point.data",
+            "outputs": {"id": "selected-point", "property": "data"},
+            "inputs": [
+                {"id": "pareto-graph", "property": "clickData", "value": None},
+                {"id": "memory-graph", "property": "clickData", "value": on_memory},
+            ],
+            "changedPropIds": ["memory-graph.clickData"],
+            "state": [],
+        },
+    )
+    assert clicked.status_code == 200
+    assert clicked.get_json()["response"]["selected-point"]["data"] == on_memory
 
 
 def test_create_app_for_an_unknown_study(demo: DemoStudy) -> None:

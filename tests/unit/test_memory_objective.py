@@ -17,46 +17,20 @@ from autotune.exceptions import ConfigError
 from autotune.objectives import check_memory_limit, parse_objectives, peak_memory_bytes
 from autotune.records import load_records, pareto_front
 from autotune.report import MEMORY_FIGURE_ID, MEMORY_FRONT_TRACE, memory_info, render_report
-from autotune.result import RunResult
 from autotune.study import Study
 from autotune.study_json import study_json
-from tests.support.demo_study import params, write_experiment
-from tests.support.fake_trials import SPACE, fake_result, memory_of
-
-MEMORY = "throughput,fidelity,memory"
-#: bf16 XLA at 64 (6000 samples/s, 214 MiB), the same without XLA (4000, 164 MiB: the same
-#: curve, slower, leaner), float32 at 128 (4000 samples/s, 356 MiB, over the tolerance) and a
-#: repeat of the first.
-TRIALS = [
-    params("mixed_bfloat16", True, 64),
-    params("mixed_bfloat16", False, 64),
-    params("float32", False, 128),
-    params("mixed_bfloat16", True, 64),
-]
-XLA, NO_XLA, FLOAT32, REPEAT = 0, 1, 2, 3
-
-
-def fake_runner(
-    reference: str, config: TrialConfig, settings: RunSettings, log_dir: Path | None
-) -> RunResult:
-    return fake_result(config, settings, window_spread=0.01)
-
-
-def run_study(folder: Path, objectives: str | None, trials: list[dict] = TRIALS) -> Study:
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
-    folder.mkdir(parents=True, exist_ok=True)
-    study = Study(
-        write_experiment(folder),
-        SPACE,
-        f"sqlite:///{folder / 'study.db'}",
-        runner=fake_runner,
-        profile_mode="off",
-        objectives=objectives,
-    )
-    for config in trials:
-        study.optuna.enqueue_trial(config)
-    study.optimize(n_trials=len(trials))
-    return study
+from tests.support.demo_study import write_experiment
+from tests.support.fake_trials import SPACE, memory_of
+from tests.support.memory_study import (
+    FLOAT32,
+    MEMORY,
+    NO_XLA,
+    REPEAT,
+    TRIALS,
+    XLA,
+    fake_runner,
+    run_study,
+)
 
 
 @pytest.fixture(scope="module")
@@ -210,8 +184,57 @@ def test_the_dashboard_draws_the_memory_view(memory_study: Study) -> None:
     front = next(t for t in figure.data if t.uid == MEMORY_FRONT_TRACE)
     assert list(front.customdata) == [f"trial:{NO_XLA}", f"trial:{XLA}"]
     assert "peak memory 164 MiB" in front.hovertext[0]
-    graph = dashboard.layout()["memory-graph"]
-    assert graph.style == {} and graph.figure.data[0].uid  # shown, and drawn
+    layout = dashboard.layout()
+    assert layout["memory-view"].style == {}  # shown
+    assert layout["memory-graph"].figure.data[0].uid  # and drawn
+
+
+def test_the_dashboard_recommends_within_a_typed_memory_limit(memory_study: Study) -> None:
+    pytest.importorskip("dash")
+    from autotune.dashboard import Dashboard
+
+    dashboard = Dashboard(memory_study.storage_url, memory_study.name)
+    tolerance = dashboard.records.tolerance
+    assert dashboard.recommend(tolerance).startswith(f"Trial {XLA}:")
+    lean = dashboard.recommend(tolerance, None, 200)
+    assert lean.startswith(f"Trial {NO_XLA}:") and "peak memory 164 <= 200 MiB" in lean
+    none = dashboard.recommend(tolerance, None, 150)
+    assert none.startswith("Keep the baseline") and "and peak memory <= 150 MiB" in none
+    for no_limit in (None, "", "abc", 0, -5, True, float("inf")):  # an empty or odd box
+        assert dashboard.memory_limit(no_limit) is None
+        assert dashboard.recommend(tolerance, None, no_limit).startswith(f"Trial {XLA}:")
+    assert dashboard.memory_limit("200") == 200.0
+    drawn = dashboard.memory(None, 200)
+    assert [shape.x0 for shape in drawn.layout.shapes] == [200]
+    assert drawn.layout.annotations[-1].text == "limit 200 MiB"
+    assert not dashboard.memory(None, None).layout.shapes
+
+
+def test_a_click_in_the_memory_view_selects_its_trial(memory_study: Study) -> None:
+    pytest.importorskip("dash")
+    from autotune.dashboard import MEMORY_GRAPH, PARETO_GRAPH, Dashboard
+
+    dashboard = Dashboard(memory_study.storage_url, memory_study.name)
+    on_pareto = {"points": [{"customdata": f"trial:{XLA}"}]}
+    on_memory = {"points": [{"customdata": f"trial:{NO_XLA}"}]}
+    assert dashboard.clicked(on_pareto, on_memory, MEMORY_GRAPH) is on_memory
+    assert dashboard.clicked(on_pareto, on_memory, PARETO_GRAPH) is on_pareto
+    title, _, _, recipe = dashboard.select(dashboard.clicked(on_pareto, on_memory, MEMORY_GRAPH))
+    assert title.startswith(f"trial {NO_XLA} ") and json.loads(recipe)["trial"] == NO_XLA
+
+
+def test_a_two_objective_dashboard_hides_the_memory_view_and_ignores_a_limit(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("dash")
+    from autotune.dashboard import Dashboard
+
+    study = run_study(tmp_path, None)
+    dashboard = Dashboard(study.storage_url, study.name)
+    assert dashboard.layout()["memory-view"].style == {"display": "none"}
+    assert dashboard.memory_limit(150) is None
+    tolerance = dashboard.records.tolerance
+    assert dashboard.recommend(tolerance, None, 150) == dashboard.recommend(tolerance)
 
 
 def test_a_missing_peak_fails_the_trial_not_the_study(tmp_path: Path) -> None:
@@ -252,3 +275,36 @@ def test_the_cli_takes_objectives_and_a_memory_limit(memory_study: Study, tmp_pa
     assert json.loads(best.stdout)["trial"] == NO_XLA
     zero = runner.invoke(main, ["best", "--storage", memory_study.storage_url, "--max-memory", "0"])
     assert zero.exit_code == 2 and "--max-memory" in zero.output
+
+
+def test_the_terminal_shows_peak_memory_in_a_memory_study(memory_study: Study) -> None:
+    from rich.console import Console
+
+    from autotune.display import trial_line, trials_table
+
+    rows = load_records(memory_study.storage_url, memory_study.name).trials
+    assert "peak 214 MiB" in trial_line(rows[XLA], memory=True)
+    assert "peak" not in trial_line(rows[XLA])
+    console = Console(width=200, record=True)
+    console.print(trials_table(list(rows), "Trials", 200, memory=True))
+    table = console.export_text()
+    assert "peak memory" in table and "164 MiB" in table and "356 MiB" in table
+    status = CliRunner().invoke(main, ["status", "--storage", memory_study.storage_url])
+    assert status.exit_code == 0, status.output
+    assert "peak memory" in status.output
+
+
+def test_a_two_objective_status_has_no_memory_column(tmp_path: Path) -> None:
+    study = run_study(tmp_path, None, TRIALS[:1])
+    status = CliRunner().invoke(main, ["status", "--storage", study.storage_url])
+    assert status.exit_code == 0, status.output
+    assert "peak memory" not in status.output
+
+
+def test_parameter_importance_covers_the_memory_objective(memory_study: Study) -> None:
+    from autotune.report import importance_info
+
+    info = importance_info(load_records(memory_study.storage_url, memory_study.name))
+    assert list(info.importances) == ["throughput", "fidelity", "memory"], info.note
+    assert sum(info.importances["memory"].values()) == pytest.approx(1.0)
+    assert info.trials == 3  # the repeat left out
