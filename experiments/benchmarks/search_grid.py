@@ -4,7 +4,13 @@ For one bundled experiment the grid is precision (float32, mixed_bfloat16, mixed
 (off, on) x batch size (1, 2, 4 and 8 times the experiment's base), the other settings at the
 baseline's values: 24 configurations, small enough to measure in minutes, large enough to hold
 the traps seen on CPUs (float16 without XLA is tens of times slower; bfloat16 with XLA can be
-slower than the baseline; large batches learn differently per sample).
+slower than the baseline; large batches learn differently per sample). Where a newer knob
+decided the answer on an experiment, its grid crosses it in too (:data:`EXTRA_KNOBS`): on the
+digits CNN and the tabular MLP steps per execution 1 and 64 (64 steps per call carried their
+best confirmed ratio, results/new_knobs.md) and the Keras backend (JAX ran them 1.3-3.3x the
+baseline where TensorFlow with XLA ran 0.5-2.2x, results/backends.md): 72 configurations each,
+a JAX configuration having one XLA value (``jax.jit``). Not on the transformer, whose answer was
+its batch size alone.
 
 It is measured by an autotune study of that space with every configuration enqueued, so each one
 is measured exactly as a live study measures it: the same baseline (three seeds, the noise
@@ -22,6 +28,7 @@ import itertools
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import optuna
 from optuna.trial import TrialState
@@ -39,21 +46,57 @@ HERE = Path(__file__).resolve().parent
 GRID_FOLDER = HERE / "data" / "search_grid"
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 BATCH_FACTORS = (1, 2, 4, 8)
-__all__ = ["GRID_SCHEMA", "grid_file", "grid_space", "measure_grid", "write_grid"]
+#: Knobs crossed into an experiment's grid besides precision x XLA x batch size, with their values.
+EXTRA_KNOBS: dict[str, dict[str, tuple[Any, ...]]] = {
+    "digits_cnn": {"steps_per_execution": (1, 64), "backend": ("tensorflow", "jax")},
+    "tabular_mlp": {"steps_per_execution": (1, 64), "backend": ("tensorflow", "jax")},
+}
+__all__ = [
+    "EXTRA_KNOBS",
+    "GRID_SCHEMA",
+    "grid_file",
+    "grid_params",
+    "grid_space",
+    "grid_values",
+    "measure_grid",
+    "write_grid",
+]
 
 
-def grid_space(base_batch_size: int) -> SearchSpace:
-    """The grid's space for an experiment whose baseline batch size is ``base_batch_size``,
+def grid_values(experiment: str, base_batch_size: int) -> dict[str, tuple[Any, ...]]:
+    """Each parameter of ``experiment``'s grid with its values, in the space's order."""
+    return {
+        "precision": PRECISIONS,
+        "jit_compile": (False, True),
+        "batch_size": tuple(base_batch_size * f for f in BATCH_FACTORS),
+        **EXTRA_KNOBS.get(experiment, {}),
+    }
+
+
+def grid_params(experiment: str, base_batch_size: int) -> list[dict[str, Any]]:
+    """Every configuration of ``experiment``'s grid as a trial's parameters, once each: a JAX
+    configuration without ``jit_compile`` (it always compiles with ``jax.jit``, and the space
+    does not draw it there)."""
+    values = grid_values(experiment, base_batch_size)
+    configs: list[dict[str, Any]] = []
+    for combo in itertools.product(*values.values()):
+        params = dict(zip(values, combo, strict=True))
+        if params.get("backend") == "jax":
+            del params["jit_compile"]
+        if params not in configs:
+            configs.append(params)
+    return configs
+
+
+def grid_space(experiment: str, base_batch_size: int) -> SearchSpace:
+    """The grid's space for ``experiment``, whose baseline batch size is ``base_batch_size``,
     measured with the ``cpu`` space's settings."""
+    values = grid_values(experiment, base_batch_size)
     return SearchSpace(
         "grid",
-        {
-            "precision": Choice(PRECISIONS),
-            "jit_compile": Choice((False, True)),
-            "batch_size": Choice(tuple(base_batch_size * f for f in BATCH_FACTORS)),
-        },
+        {name: Choice(choices) for name, choices in values.items()},
         measure=dict(resolve_space("cpu").measure),
-        description="The replay benchmark's grid: precision x XLA x batch size.",
+        description=f"The replay benchmark's grid: {' x '.join(values)}.",
     )
 
 
@@ -67,16 +110,12 @@ def measure_grid(experiment: str, work: Path, folder: Path = GRID_FOLDER) -> Pat
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     reference = experiment_reference(experiment)
     base = load_experiment(reference).base_batch_size
-    space = grid_space(base)
     work.mkdir(parents=True, exist_ok=True)
     storage = f"sqlite:///{work / f'{experiment}_grid.db'}"
-    study = Study(reference, space, storage, f"{experiment}-grid", profile_mode="off")
-    configs = [
-        {"precision": p, "jit_compile": x, "batch_size": b}
-        for p, x, b in itertools.product(
-            PRECISIONS, (False, True), (base * f for f in BATCH_FACTORS)
-        )
-    ]
+    study = Study(
+        reference, grid_space(experiment, base), storage, f"{experiment}-grid", profile_mode="off"
+    )
+    configs = grid_params(experiment, base)
     stored = {json.dumps(t.params, sort_keys=True) for t in study.optuna.trials}
     for params in configs:
         if json.dumps(params, sort_keys=True) not in stored:
