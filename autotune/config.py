@@ -284,9 +284,10 @@ class RunSettings:
         time_limit_seconds: the trial process is stopped after this long.
         memory_limit_bytes: the trial process tree is stopped above this resident size;
             None takes 80% of the machine's memory.
-        input_ablation: after the timed windows, time ``ablation_windows`` more windows fed one
-            cached batch, to measure how much of the step time waits for input.
-        ablation_windows: timed windows of the ablation.
+        input_ablation: after the timed windows, time ``ablation_windows`` windows fed one
+            cached batch, each alternating with one of the real pipeline, to measure how much of
+            the step time the input costs.
+        ablation_windows: pairs of timed windows (real pipeline, cached batch) of the ablation.
         stop_below_samples_per_second: stop after the timed windows (before the curve) when the
             throughput is confidently below this figure; None never stops early.
         profile_dir: after the timed windows, profile one more window of steps with the

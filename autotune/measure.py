@@ -221,7 +221,8 @@ class InputAblation:
     """Input-boundness measured by ablation: the same model fed one cached batch, repeated.
 
     Attributes:
-        pipeline: samples/s through the real input pipeline (the timed windows).
+        pipeline: samples/s through the real input pipeline (windows alternating with the
+            cached ones).
         cached: samples/s when every step reuses one cached batch (no input work).
         input_fraction: share of the real step time spent waiting for input,
             ``1 - pipeline.median / cached.median``, clamped to 0..1.
@@ -246,7 +247,10 @@ class InputAblation:
 
     def to_dict(self) -> dict[str, object]:
         return {
-            "method": "ablation: the same steps fed one cached batch (take(1).cache().repeat())",
+            "method": (
+                "ablation: the same steps fed one cached batch (take(1).cache().repeat()), "
+                "alternating with windows of the real pipeline"
+            ),
             "pipeline": self.pipeline.to_dict(),
             "cached": self.cached.to_dict(),
             "input_fraction": self.input_fraction,

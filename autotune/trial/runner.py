@@ -209,7 +209,7 @@ def run_trial(experiment: Experiment, config: TrialConfig, settings: RunSettings
         throughput = windows.throughput
         if settings.input_ablation and windows.stopped_early is None and throughput is not None:
             with _timed(phases, "ablation"):
-                speed.ablation = _input_ablation(setup, config, settings, throughput, windows)
+                speed.ablation = _input_ablation(setup, trainer, config, settings, windows.steps)
     curve = _Curve()
     if settings.curve and speed.windows.stopped_early is None:
         with _timed(phases, "curve"):
@@ -301,37 +301,25 @@ def _profile_window(
 
 
 def _input_ablation(
-    setup: _Setup,
-    config: TrialConfig,
-    settings: RunSettings,
-    throughput: Estimate,
-    windows: _Windows,
+    setup: _Setup, trainer: Trainer, config: TrialConfig, settings: RunSettings, steps: int
 ) -> InputAblation:
-    """The timed windows' ``throughput`` against the same steps fed one cached batch
-    (samples/s)."""
-    cached = _cached_batch_throughput(
-        setup.model, setup.train_data, config, settings, windows.steps
-    )
-    return InputAblation.of(throughput, cached)
+    """The real pipeline against the same steps fed one cached batch, repeated: the speed the
+    model would reach if the input pipeline cost nothing (same shapes, so nothing recompiles).
 
-
-def _cached_batch_throughput(
-    model: keras.Model,
-    train_data: tf.data.Dataset,
-    config: TrialConfig,
-    settings: RunSettings,
-    window_steps: int,
-) -> Estimate:
-    """samples/s of the same training steps fed one cached batch, repeated: the speed the model
-    would reach if the input pipeline cost nothing (same shapes, so nothing recompiles)."""
-    trainer = Trainer(model, train_data.take(1).cache().repeat(), xla_compiles=False)
-    trainer.run(settings.warmup_min_steps, "input ablation warm-up")
-    windows = [
-        timed_window(trainer, window_steps, config.samples_per_call, "input ablation")
-        for _ in range(settings.ablation_windows)
-    ]
-    trainer.sync()
-    return summarize(windows)
+    The two alternate, one window of ``steps`` calls each, ``ablation_windows`` pairs, so a
+    machine that slows down or speeds up mid-trial (a shared host, a CPU's clock) moves both
+    alike instead of reading as input cost; both are in samples/s. ``trainer`` is the trial's
+    own, already warm and synced."""
+    cached = Trainer(setup.model, setup.train_data.take(1).cache().repeat(), xla_compiles=False)
+    cached.run(settings.warmup_min_steps, "input ablation warm-up")
+    cached.sync()
+    pipeline_windows: list[float] = []
+    cached_windows: list[float] = []
+    for _ in range(settings.ablation_windows):
+        for runner, windows in ((trainer, pipeline_windows), (cached, cached_windows)):
+            windows.append(timed_window(runner, steps, config.samples_per_call, "input ablation"))
+            runner.sync()  # a JAX trainer's state back into the model, for the other one
+    return InputAblation.of(summarize(pipeline_windows), summarize(cached_windows))
 
 
 def _result(
