@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from autotune import _plotly
 from autotune.records import StudyRecords
@@ -64,8 +64,10 @@ def importance_info(records: StudyRecords) -> ImportanceInfo:
     # An in-memory copy of the scored trials, made without Optuna's "new study" log line.
     verbosity = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(max(verbosity, optuna.logging.WARNING))
+    directions: list[Literal["maximize", "minimize"]] = ["maximize", "minimize"]
+    directions += ["minimize"] * memory
     try:
-        study = optuna.create_study(directions=["maximize", "minimize", *(["minimize"] * memory)])
+        study = optuna.create_study(directions=directions)
     finally:
         optuna.logging.set_verbosity(verbosity)
     study.add_trials(
