@@ -1,4 +1,4 @@
-"""A study's structured start: the probes a careful engineer makes first, then their combination.
+"""A study's structured start: an engineer's first probes, their combination, a local search.
 
 A study's first trials are not random draws but the probes a careful engineer makes first: the
 baseline's one-factor neighbours, each changing one setting of the float32, no-XLA baseline
@@ -9,7 +9,14 @@ practitioner's checklist configuration for the machine (:mod:`autotune.checklist
 they are measured, their combination: each probed setting at the value that ran fastest within
 the fidelity tolerance (the baseline's value where no probe beat the baseline), as an engineer
 combines the changes that helped (:func:`combined_config`; a combination on the JAX backend
-compiles with the ``jax.jit`` JAX needs). Why: each probe answers one question
+compiles with the ``jax.jit`` JAX needs); then a short local search from the best configuration
+measured so far: its one-factor neighbours (:func:`neighbours`), tried one at a time until one
+is faster within the tolerance, which becomes the next centre while rounds remain (at most
+:data:`REFINE_ROUNDS` centres, stored as :data:`REFINED_KEY`). The settings interact: bfloat16
+can lose at the base batch size and win at a large one, and the JAX backend and XLA are
+alternatives, not additions, so a combination of main effects can miss the answer by one
+setting, or fail as a whole, and the neighbours of the best look there. Why: each probe answers
+one question
 (does this precision, XLA, a larger batch help here?), so the sampler starts from measured main
 effects instead of from a handful of random points that may all sit in one trap; and a factor
 whose probe is confidently bad (``mixed_float16`` on a CPU without fast float16, tens of times
@@ -46,6 +53,10 @@ COMBINED_KEY = "autotune_start_combined"
 BATCH_FACTORS = (2, 4)
 #: The settings a one-factor probe changes.
 FACTORS = ("precision", "jit_compile", "batch_size", "steps_per_execution", "backend")
+#: The study user attribute holding the best configurations the start searched around, in order.
+REFINED_KEY = "autotune_start_refined"
+#: How many best configurations the start's local search probes the neighbours of.
+REFINE_ROUNDS = 1
 
 
 def check_start(start: str) -> str:
@@ -134,6 +145,34 @@ def structured_start(
     return configs
 
 
+def neighbours(space: SearchSpace, config: TrialConfig) -> list[TrialConfig]:
+    """``config``'s one-factor neighbours that the space holds, in the order the start tries
+    them: each other precision; XLA toggled (on TensorFlow); the batch size doubled and halved
+    (rounded to the space); each other value of steps per execution (for a range: its ends);
+    each other backend (to JAX with ``jax.jit``; to TensorFlow keeping the XLA setting)."""
+    centre = config.to_dict()
+    changes: list[dict[str, Any]] = []
+    for name in FACTORS:
+        parameter = space.parameters.get(name)
+        if parameter is None:
+            continue
+        if name == "batch_size":
+            values: list[Any] = [config.batch_size * 2, max(config.batch_size // 2, 1)]
+        elif name == "jit_compile":
+            values = [] if config.backend == "jax" else [not config.jit_compile]
+        elif isinstance(parameter, IntRange):
+            values = [parameter.low, parameter.high]
+        else:
+            values = list(parameter.values)
+        changes += [{name: v} for v in values if v != centre[name]]
+    found: list[TrialConfig] = []
+    for change in changes:
+        neighbour = TrialConfig.from_dict(_in_space(space, {**centre, **change}, centre))
+        if neighbour != config and neighbour not in found:
+            found.append(neighbour)
+    return found
+
+
 def space_params(space: SearchSpace, config: TrialConfig) -> dict[str, Any]:
     """The Optuna parameters that make :meth:`SearchSpace.sample` return ``config`` (on the JAX
     backend without ``jit_compile``, which is not drawn there)."""
@@ -181,27 +220,77 @@ def _tried(study: optuna.Study) -> set[TrialConfig]:
     }
 
 
-def _combine(study: optuna.Study, space: SearchSpace, tolerance: float) -> TrialConfig | None:
-    """The combination of the finished start (see :func:`combined_config`)."""
-    measured = [
+def _measured(study: optuna.Study) -> list[tuple[TrialConfig, float, float]]:
+    """(config, samples/s, fidelity) of the study's complete trials."""
+    return [
         (TrialConfig.from_dict(t.user_attrs[CONFIG_ATTR]), t.values[0], t.values[1])
         for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
         if t.user_attrs.get(CONFIG_ATTR) is not None
     ]
+
+
+def _centre_and_speed(
+    study: optuna.Study, space: SearchSpace, measured: Sequence[tuple[TrialConfig, float, float]]
+) -> tuple[TrialConfig, float]:
+    """The probes' centre and its samples/s: the baseline's, or where the space does not hold
+    the baseline, that of its nearest configuration (probed first; inf until it is)."""
     baseline_config = TrialConfig.from_dict(baseline.stored(study)["config"])
     centre = centre_of(space, baseline_config.batch_size)
     if centre == baseline_config:
-        speed = baseline.reference(study)[0].median
-    else:  # the space does not hold the baseline: its nearest configuration was probed first
-        speed = max((t for c, t, _ in measured if c == centre), default=float("inf"))
+        return centre, baseline.reference(study)[0].median
+    return centre, max((t for c, t, _ in measured if c == centre), default=float("inf"))
+
+
+def _combine(study: optuna.Study, space: SearchSpace, tolerance: float) -> TrialConfig | None:
+    """The combination of the finished start (see :func:`combined_config`)."""
+    measured = _measured(study)
+    centre, speed = _centre_and_speed(study, space, measured)
     return combined_config(centre, speed, measured, tolerance)
+
+
+def best_measured(
+    centre_speed: float, measured: Sequence[tuple[TrialConfig, float, float]], tolerance: float
+) -> TrialConfig | None:
+    """The fastest configuration of ``measured`` ((config, samples/s, fidelity)) within the
+    fidelity ``tolerance``; None unless it beats ``centre_speed`` (samples/s)."""
+    feasible = [(speed, config) for config, speed, fidelity in measured if fidelity <= tolerance]
+    if not feasible:
+        return None
+    speed, config = max(feasible, key=lambda pair: pair[0])
+    return config if speed > centre_speed else None
+
+
+def _refine(study: optuna.Study, space: SearchSpace, tolerance: float) -> TrialConfig | None:
+    """The start's local search (see the module docstring): the next untried neighbour of the
+    best configuration measured so far, which becomes one of the :data:`REFINE_ROUNDS`
+    searched around when it is new (stored as :data:`REFINED_KEY`); None when there is none
+    (no configuration beats the centre, the rounds are spent, or every neighbour was tried)."""
+    measured = _measured(study)
+    _, centre_speed = _centre_and_speed(study, space, measured)
+    best = best_measured(centre_speed, measured, tolerance)
+    if best is None:
+        return None
+    refined = [
+        TrialConfig.from_dict(stored, f"study user attribute {REFINED_KEY}")
+        for stored in study.user_attrs.get(REFINED_KEY) or []
+    ]
+    if best not in refined:
+        if len(refined) >= REFINE_ROUNDS:
+            return None
+        study.set_user_attr(REFINED_KEY, [c.to_dict() for c in [*refined, best]])
+    elif best != refined[-1]:
+        return None  # searched around already, and left for a better one since
+    baseline_config = TrialConfig.from_dict(baseline.stored(study)["config"])
+    tried = _tried(study) | {baseline_config}
+    return next((n for n in neighbours(space, best) if n not in tried), None)
 
 
 def enqueue_next(study: optuna.Study, space: SearchSpace, tolerance: float) -> TrialConfig | None:
     """Enqueues the next configuration of the structured start that no trial has tried (in any
     state): the stored probes in order, then, once none is waiting or running, their
-    combination (stored as :data:`COMBINED_KEY`). Returns it; None once the start is done or
-    while trials enqueued by someone else wait."""
+    combination (stored as :data:`COMBINED_KEY`), then, once that is measured, the neighbours
+    of the best configuration so far (:func:`_refine`). Returns it; None once the start is done
+    or while trials enqueued by someone else wait."""
     active = study.get_trials(deepcopy=False, states=(TrialState.WAITING, TrialState.RUNNING))
     if any(t.state == TrialState.WAITING for t in active):
         return None  # enqueued already (by this or by the caller): let them run first
@@ -214,26 +303,34 @@ def enqueue_next(study: optuna.Study, space: SearchSpace, tolerance: float) -> T
     if pending:
         study.enqueue_trial(space_params(space, pending[0]))
         return pending[0]
-    if not starts or COMBINED_KEY in study.user_attrs or active:
+    if not starts or active:
         return None
-    combined = _combine(study, space, tolerance)
-    study.set_user_attr(COMBINED_KEY, combined.to_dict() if combined else None)
-    if combined is None or combined in tried:
-        return None
-    study.enqueue_trial(space_params(space, combined))
-    return combined
+    if COMBINED_KEY not in study.user_attrs:
+        combined = _combine(study, space, tolerance)
+        study.set_user_attr(COMBINED_KEY, combined.to_dict() if combined else None)
+        if combined is not None and combined not in tried:
+            study.enqueue_trial(space_params(space, combined))
+            return combined
+    neighbour = _refine(study, space, tolerance)
+    if neighbour is not None:
+        study.enqueue_trial(space_params(space, neighbour))
+    return neighbour
 
 
 __all__ = [
     "BATCH_FACTORS",
     "COMBINED_KEY",
     "FACTORS",
+    "REFINED_KEY",
+    "REFINE_ROUNDS",
     "START_KEY",
     "START_MODES",
+    "best_measured",
     "centre_of",
     "check_start",
     "combined_config",
     "enqueue_next",
+    "neighbours",
     "record_start",
     "space_params",
     "structured_start",

@@ -17,15 +17,20 @@ from autotune.config import TrialConfig
 from autotune.exceptions import ConfigError
 from autotune.space import IntRange, SearchSpace, choices, resolve_space
 from autotune.study import Study
+from autotune.study import start as start_module
 from autotune.study.scoring import MIN_SHORTFALL, speed_shortfall
 from autotune.study.search import FreshProposals, default_sampler
 from autotune.study.start import (
     COMBINED_KEY,
+    REFINED_KEY,
     START_KEY,
+    best_measured,
     centre_of,
     combined_config,
+    neighbours,
     structured_start,
 )
+from tests.support import fake_trials
 from tests.support.demo_study import write_experiment
 from tests.support.fake_trials import BASE_BATCH, SPACE, TOLERANCE, fake_result
 
@@ -158,6 +163,68 @@ def test_no_combination_with_fewer_than_two_improved_factors() -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# The local search around the best configuration
+# --------------------------------------------------------------------------------------------
+
+
+def test_neighbours_change_one_factor_in_the_start_order() -> None:
+    best = config("mixed_bfloat16", True, 64)
+
+    assert described(neighbours(SPACE, best)) == [
+        "float32 xla 64",  # each other precision
+        "mixed_float16 xla 64",
+        "mixed_bfloat16 - 64",  # XLA toggled
+        "mixed_bfloat16 xla 128",  # batch x2, /2
+        "mixed_bfloat16 xla 32",
+    ]
+    # At the space's edge the doubled batch snaps back to the config itself: left out.
+    assert described(neighbours(SPACE, config(batch_size=512))) == [
+        "mixed_bfloat16 - 512",
+        "mixed_float16 - 512",
+        "float32 xla 512",
+        "float32 - 256",
+    ]
+
+
+def test_neighbours_of_steps_ranges_and_backends() -> None:
+    space = SearchSpace(
+        "keras3-like",
+        {
+            "backend": choices("tensorflow", "jax"),
+            "jit_compile": choices(False, True),
+            "batch_size": choices(32, 64),
+            "steps_per_execution": IntRange(1, 64, 1),
+        },
+    )
+    on_jax = config(jit_compile=True, backend="jax", steps_per_execution=8)
+
+    found = neighbours(space, on_jax)
+
+    # No XLA toggle on JAX (jax.jit is how it runs); a range offers its ends; the other backend
+    # keeps the compiled step, so TensorFlow runs with XLA.
+    assert [(c.backend, c.jit_compile, c.batch_size, c.steps_per_execution) for c in found] == [
+        ("jax", True, 64, 8),
+        ("jax", True, 32, 1),
+        ("jax", True, 32, 64),
+        ("tensorflow", True, 32, 8),
+    ]
+    to_jax = neighbours(space, config())[-1]
+    assert (to_jax.backend, to_jax.jit_compile) == ("jax", True)
+
+
+def test_best_measured_is_the_fastest_feasible_and_must_beat_the_centre() -> None:
+    measured = [
+        (config("mixed_bfloat16"), 1500.0, 0.2),
+        (config(batch_size=128), 2500.0, 2.0),  # fastest, but over the tolerance
+        (config(batch_size=64), 1200.0, 0.5),
+    ]
+
+    assert best_measured(1000.0, measured, TOLERANCE) == config("mixed_bfloat16")
+    assert best_measured(1600.0, measured, TOLERANCE) is None
+    assert best_measured(1000.0, [], TOLERANCE) is None
+
+
+# --------------------------------------------------------------------------------------------
 # The start in a study
 # --------------------------------------------------------------------------------------------
 
@@ -205,6 +272,112 @@ def test_a_new_study_runs_its_start_then_the_combination(
     # The stopped float16 probe is ranked as dominated: pruned with a violated constraint.
     slow = next(t for t in study.optuna.trials if t.params["precision"] == "mixed_float16")
     assert slow.state == TrialState.PRUNED and slow.constraints["speed"] > 1
+
+
+@pytest.fixture
+def amx_cpu(monkeypatch) -> None:
+    """An AMX CPU's facts: its checklist configuration (bfloat16, XLA, batch 64) is the fake
+    world's combination, which so runs once, as a probe."""
+    facts = {**hardware.hardware(), **AMX_CPU}
+    monkeypatch.setattr(hardware, "hardware", lambda: facts)
+
+
+def start_and_combination(study: Study) -> list[TrialConfig]:
+    """The configurations the start ran before its local search, once each."""
+    start = [TrialConfig.from_dict(c) for c in study.optuna.user_attrs[START_KEY]]
+    combined = TrialConfig.from_dict(study.optuna.user_attrs[COMBINED_KEY])
+    return list(dict.fromkeys([*start, combined]))
+
+
+def test_after_the_combination_the_start_tries_the_neighbours_of_the_best(
+    tmp_path, experiment_ref, amx_cpu
+) -> None:
+    runner = Runner()
+    study = make(tmp_path, experiment_ref, runner)
+    study.optimize(n_trials=len(study.optuna.user_attrs[START_KEY]) + 1)
+    before = start_and_combination(study)
+    best = before[-1]  # the combination: bfloat16, XLA, batch 64, the fastest feasible
+
+    study.optimize(n_trials=len(before) + 6)
+
+    assert study.optuna.user_attrs[REFINED_KEY] == [best.to_dict()]
+    untried = [n for n in neighbours(SPACE, best) if n not in before]
+    assert runner.trials[len(before) : len(before) + len(untried)] == untried
+    # None of them beats it (float32 is slower, batch 128 over the tolerance): the local search
+    # ends there and the sampler goes on with configurations nobody tried.
+    assert len(set(runner.trials)) == len(runner.trials)
+
+
+def test_the_local_search_moves_to_a_faster_neighbour_while_rounds_remain(
+    tmp_path, experiment_ref, amx_cpu, monkeypatch
+) -> None:
+    plain = fake_trials.speed_of
+
+    def float32_xla_wins(c: TrialConfig) -> float:  # a trap for main effects: two factors
+        faster = c.precision == "float32" and c.jit_compile and c.batch_size == 64
+        return plain(c) * (3.0 if faster else 1.0)
+
+    monkeypatch.setattr(fake_trials, "speed_of", float32_xla_wins)
+    monkeypatch.setattr(start_module, "REFINE_ROUNDS", 2)
+    runner = Runner()
+    study = make(tmp_path, experiment_ref, runner)
+    study.optimize(n_trials=len(study.optuna.user_attrs[START_KEY]) + 1)
+    before = start_and_combination(study)
+    combined, winner = before[-1], config("float32", True, 64)
+
+    study.optimize(n_trials=len(before) + 12)
+
+    # The first neighbour of the combination is the winner: the search moves at once and
+    # probes the winner's neighbours next; the combination's other neighbours are never run.
+    assert neighbours(SPACE, combined)[0] == winner
+    assert study.optuna.user_attrs[REFINED_KEY] == [combined.to_dict(), winner.to_dict()]
+    untried = [n for n in neighbours(SPACE, winner) if n not in [*before, winner]]
+    after = len(before) + 1
+    assert runner.trials[len(before)] == winner
+    assert runner.trials[after : after + len(untried)] == untried
+
+
+def test_the_local_search_stops_when_its_rounds_are_spent(
+    tmp_path, experiment_ref, amx_cpu, monkeypatch
+) -> None:
+    plain = fake_trials.speed_of
+    monkeypatch.setattr(
+        fake_trials,
+        "speed_of",
+        lambda c: plain(c) * (3.0 if c == config("float32", True, 64) else 1.0),
+    )
+    runner = Runner()
+    study = make(tmp_path, experiment_ref, runner)  # one round (REFINE_ROUNDS)
+    study.optimize(n_trials=len(study.optuna.user_attrs[START_KEY]) + 1)
+    before = start_and_combination(study)
+
+    study.optimize(n_trials=len(before) + 8)
+
+    assert start_module.REFINE_ROUNDS == 1
+    assert study.optuna.user_attrs[REFINED_KEY] == [before[-1].to_dict()]
+    assert runner.trials[len(before)] == config("float32", True, 64)
+    # Nothing is enqueued after it: the winner's own neighbours are left to the sampler.
+    later = [t for t in study.optuna.trials if t.params and t.number > len(before)]
+    assert len(later) == 7
+    assert not any("fixed_params" in t.system_attrs for t in later)
+
+
+def test_a_resumed_study_goes_on_with_the_neighbours_it_had_not_tried(
+    tmp_path, experiment_ref, amx_cpu
+) -> None:
+    first = Runner()
+    study = make(tmp_path, experiment_ref, first)
+    start = len(study.optuna.user_attrs[START_KEY])
+    study.optimize(n_trials=start + 2)  # the start (the combination in it) and two neighbours
+    second = Runner()
+    resumed = make(tmp_path, experiment_ref, second)
+
+    resumed.optimize(n_trials=start + 4)
+
+    before = start_and_combination(resumed)
+    untried = [n for n in neighbours(SPACE, before[-1]) if n not in before]
+    assert first.trials[len(before) :] == untried[:2]
+    assert second.trials == untried[2:4]
 
 
 def test_a_resumed_study_finishes_its_start(tmp_path, experiment_ref) -> None:
