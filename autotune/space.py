@@ -112,6 +112,13 @@ class IntRange:
 Parameter = Choice | IntRange
 
 
+def inactive_parameters(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters a configuration with ``values`` does not draw, with the value each takes:
+    ``jit_compile`` (true) on the JAX backend, which trains through ``jax.jit``. Two trials that
+    differ only in those are the same configuration."""
+    return {"jit_compile": True} if values.get("backend") == "jax" else {}
+
+
 @dataclass(frozen=True)
 class SearchSpace:
     """The parameters a study searches, and measurement overrides.
@@ -142,8 +149,9 @@ class SearchSpace:
         values: dict[str, Any] = {"batch_size": base_batch_size}
         for key in PARAMETERS:
             parameter = self.parameters.get(key)
-            if key == "jit_compile" and values.get("backend") == "jax":
-                values[key] = True
+            fixed = inactive_parameters(values)
+            if key in fixed:
+                values[key] = fixed[key]
                 continue
             if isinstance(parameter, Choice):
                 values[key] = trial.suggest_categorical(key, list(parameter.values))
@@ -419,6 +427,7 @@ __all__ = [
     "IntRange",
     "SearchSpace",
     "choices",
+    "inactive_parameters",
     "load_space",
     "resolve_space",
     "space_from_dict",

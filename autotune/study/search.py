@@ -7,7 +7,9 @@ MLP's grid were repeats); a repeat costs a trial and measures nothing new. The w
 repeated proposal into an untried one-factor neighbour of it (where TPE thinks the good region
 is), or an untried random configuration when every neighbour was tried, and TPE's random
 start-up draws into untried ones; either way it avoids, where it can, values whose every trial
-was stopped as slower than the baseline. Any Optuna sampler can be given instead, unwrapped
+was stopped as slower than the baseline. "Tried" is per configuration: a proposal that differs
+from a trial only in a parameter its configuration does not draw (``jit_compile`` on the JAX
+backend) is a repeat. Any Optuna sampler can be given instead, unwrapped
 (the replay benchmark compares NSGA-II, GP and random search).
 No TensorFlow here.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import optuna
@@ -24,6 +26,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, IntD
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.objectives import DEFAULT_OBJECTIVES, directions
+from autotune.space import inactive_parameters
 from autotune.storage import quiet_experimental
 from autotune.study.checks import MAX_SEED
 from autotune.study.scoring import SPEED_CONSTRAINT
@@ -84,6 +87,19 @@ def _params_key(params: Mapping[str, Any]) -> str:
     return json.dumps({k: params[k] for k in sorted(params)}, default=str)
 
 
+def _config_key(params: Mapping[str, Any], space: Iterable[str]) -> str:
+    """``params``'s values of the ``space`` parameters it draws: two proposals that differ only
+    in a parameter their configuration does not draw (``jit_compile`` on JAX) are one."""
+    inactive = inactive_parameters(params)
+    return _params_key({k: params[k] for k in space if k not in inactive})
+
+
+def _covers(params: Mapping[str, Any], space: Iterable[str]) -> bool:
+    """Whether ``params`` holds every ``space`` parameter its configuration draws."""
+    inactive = inactive_parameters(params)
+    return all(k in params for k in space if k not in inactive)
+
+
 class FreshProposals(optuna.samplers.BaseSampler):
     """``sampler``, except that a configuration it proposes again (one tried by a complete,
     pruned, failed or running trial) is replaced by an untried one-factor neighbour of it, drawn
@@ -119,14 +135,12 @@ class FreshProposals(optuna.samplers.BaseSampler):
         trials = [
             t
             for t in study.get_trials(deepcopy=False, states=TRIED_STATES)
-            if t.number != trial.number and set(search_space) <= set(t.params)
+            if t.number != trial.number and _covers(t.params, search_space)
         ]
-        tried = {_params_key({k: t.params[k] for k in search_space}) for t in trials} | {
-            _params_key({k: known[k] for k in search_space})
-            for known in self.known
-            if set(search_space) <= set(known)
+        tried = {_config_key(t.params, search_space) for t in trials} | {
+            _config_key(known, search_space) for known in self.known if _covers(known, search_space)
         }
-        if params and _params_key(params) not in tried:
+        if params and _config_key(params, search_space) not in tried:
             return params
         slow = _slow_values(trials, search_space)
         if not params:  # the sampler draws them one by one (TPE's random start-up trials)
@@ -144,7 +158,7 @@ class FreshProposals(optuna.samplers.BaseSampler):
             candidate
             for name, distribution in space.items()
             for value in _near(distribution, params[name])
-            if _params_key(candidate := {**params, name: value}) not in tried
+            if _config_key(candidate := {**params, name: value}, space) not in tried
         ]
         if neighbours:
             return self._rng.choice(_least_slow(neighbours, slow))
@@ -156,7 +170,7 @@ class FreshProposals(optuna.samplers.BaseSampler):
         draws = [
             {name: _draw(d, self._rng) for name, d in space.items()} for _ in range(RANDOM_DRAWS)
         ]
-        untried = [c for c in draws if _params_key(c) not in tried]
+        untried = [c for c in draws if _config_key(c, space) not in tried]
         return _least_slow(untried, slow)[0] if untried else None
 
     def sample_independent(
@@ -198,6 +212,8 @@ def _slow_values(trials: Sequence[FrozenTrial], space: Mapping[str, Any]) -> set
             continue
         stopped = trial.constraints.get(SPEED_CONSTRAINT, 0.0) > 0
         for name in space:
+            if name not in trial.params:  # not drawn for this configuration
+                continue
             key = _value_key(name, trial.params[name])
             all_slow[key] = all_slow.get(key, True) and stopped
     return {key for key, slow in all_slow.items() if slow}

@@ -492,6 +492,49 @@ def test_untried_draws_depend_on_the_seed_only() -> None:
     assert any(run_favourite(6, seed=s) != run_favourite(6, seed=1) for s in range(2, 6))
 
 
+class JaxFavourite(optuna.samplers.BaseSampler):
+    """Proposes JAX at batch 32 with ``jit_compile`` false: a parameter JAX does not draw."""
+
+    def infer_relative_search_space(self, study, trial):
+        return {
+            "backend": CategoricalDistribution(["tensorflow", "jax"]),
+            "jit_compile": CategoricalDistribution([False, True]),
+            "batch_size": IntDistribution(16, 32, step=16),
+        }
+
+    def sample_relative(self, study, trial, search_space):
+        return {"backend": "jax", "jit_compile": False, "batch_size": 32}
+
+    def sample_independent(self, study, trial, name, distribution):
+        raise AssertionError("every parameter is sampled relative")
+
+
+def test_a_proposal_differing_only_in_what_jax_does_not_draw_is_a_repeat() -> None:
+    space = SearchSpace(
+        "backends",
+        {"backend": choices("tensorflow", "jax"), "jit_compile": choices(False, True)},
+    )
+    study = optuna.create_study(sampler=FreshProposals(JaxFavourite(), 0))
+
+    def objective(trial):
+        # As SearchSpace.sample draws: on JAX, jit_compile is not suggested (it is true).
+        space.sample(trial, BASE_BATCH)
+        trial.suggest_int("batch_size", 16, 32, step=16)
+        return 0.0
+
+    study.optimize(objective, n_trials=4)
+
+    keys = [
+        (t.params["backend"], t.params.get("jit_compile", True), t.params["batch_size"])
+        for t in study.trials
+    ]
+    assert "jit_compile" not in study.trials[0].params
+    # JAX at batch 32 (with jax.jit) once; the repeats become untried neighbours, never the
+    # same configuration with a jit_compile that JAX ignores.
+    assert len(set(keys)) == 4
+    assert keys[0] == ("jax", True, 32)
+
+
 def test_the_default_sampler_is_tpe_behind_fresh_proposals() -> None:
     sampler = default_sampler(3)
 
