@@ -41,7 +41,7 @@ from autotune.checklist import checklist_config
 from autotune.config import TrialConfig
 from autotune.exceptions import ConfigError
 from autotune.schema import CONFIG_ATTR
-from autotune.space import Choice, IntRange, Parameter, SearchSpace
+from autotune.space import Choice, IntRange, Parameter, SearchSpace, inactive_parameters
 from autotune.study import baseline
 
 START_MODES = ("structured", "random")
@@ -104,9 +104,7 @@ def _in_space(space: SearchSpace, wanted: Mapping[str, Any], base: Mapping[str, 
     snapped = {
         key: _snap(space.parameters.get(key), value, base[key]) for key, value in wanted.items()
     }
-    if snapped.get("backend") == "jax":
-        snapped["jit_compile"] = True
-    return snapped
+    return snapped | inactive_parameters(snapped)
 
 
 def centre_of(space: SearchSpace, base_batch_size: int) -> TrialConfig:
@@ -154,12 +152,12 @@ def neighbours(space: SearchSpace, config: TrialConfig) -> list[TrialConfig]:
     changes: list[dict[str, Any]] = []
     for name in FACTORS:
         parameter = space.parameters.get(name)
-        if parameter is None:
+        if parameter is None or name in inactive_parameters(centre):
             continue
         if name == "batch_size":
             values: list[Any] = [config.batch_size * 2, max(config.batch_size // 2, 1)]
         elif name == "jit_compile":
-            values = [] if config.backend == "jax" else [not config.jit_compile]
+            values = [not config.jit_compile]
         elif isinstance(parameter, IntRange):
             values = [parameter.low, parameter.high]
         else:
@@ -207,9 +205,7 @@ def combined_config(
     if len(best) < 2:
         return None
     combined = centre.to_dict() | {k: v for k, (_, v) in best.items()}
-    if combined["backend"] == "jax":
-        combined["jit_compile"] = True
-    return TrialConfig.from_dict(combined)
+    return TrialConfig.from_dict(combined | inactive_parameters(combined))
 
 
 def _tried(study: optuna.Study) -> set[TrialConfig]:
@@ -260,11 +256,14 @@ def best_measured(
     return config if speed > centre_speed else None
 
 
-def _refine(study: optuna.Study, space: SearchSpace, tolerance: float) -> TrialConfig | None:
-    """The start's local search (see the module docstring): the next untried neighbour of the
-    best configuration measured so far, which becomes one of the :data:`REFINE_ROUNDS`
-    searched around when it is new (stored as :data:`REFINED_KEY`); None when there is none
-    (no configuration beats the centre, the rounds are spent, or every neighbour was tried)."""
+def _refine(
+    study: optuna.Study, space: SearchSpace, tolerance: float, tried: set[TrialConfig]
+) -> TrialConfig | None:
+    """The start's local search (see the module docstring): the next neighbour of the best
+    configuration measured so far that is neither in ``tried`` nor the baseline. A new best
+    becomes one of the :data:`REFINE_ROUNDS` centres searched around (stored as
+    :data:`REFINED_KEY`). None when there is none (no configuration beats the centre, the rounds
+    are spent, or every neighbour was tried)."""
     measured = _measured(study)
     _, centre_speed = _centre_and_speed(study, space, measured)
     best = best_measured(centre_speed, measured, tolerance)
@@ -281,8 +280,8 @@ def _refine(study: optuna.Study, space: SearchSpace, tolerance: float) -> TrialC
     elif best != refined[-1]:
         return None  # searched around already, and left for a better one since
     baseline_config = TrialConfig.from_dict(baseline.stored(study)["config"])
-    tried = _tried(study) | {baseline_config}
-    return next((n for n in neighbours(space, best) if n not in tried), None)
+    untried = (n for n in neighbours(space, best) if n not in tried and n != baseline_config)
+    return next(untried, None)
 
 
 def enqueue_next(study: optuna.Study, space: SearchSpace, tolerance: float) -> TrialConfig | None:
@@ -311,7 +310,7 @@ def enqueue_next(study: optuna.Study, space: SearchSpace, tolerance: float) -> T
         if combined is not None and combined not in tried:
             study.enqueue_trial(space_params(space, combined))
             return combined
-    neighbour = _refine(study, space, tolerance)
+    neighbour = _refine(study, space, tolerance, tried)
     if neighbour is not None:
         study.enqueue_trial(space_params(space, neighbour))
     return neighbour
