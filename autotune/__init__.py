@@ -26,7 +26,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "Study": "autotune.study",
-    "TrialRow": "autotune.records",
+    "TrialRow": "autotune.store.records",
     "load_study": "autotune.study",
     "SearchSpace": "autotune.space",
     "Choice": "autotune.space",

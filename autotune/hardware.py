@@ -84,7 +84,7 @@ def _machine() -> dict[str, Any]:
 
 def usable_cores() -> int:
     """The logical cores this process (and the trials it starts) may run on: its CPU affinity,
-    which a worker's core set narrows (:mod:`autotune.placement`)."""
+    which a worker's core set narrows (:mod:`autotune.study.placement`)."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # no affinity on this system

@@ -22,7 +22,7 @@ from autotune import hardware
 from autotune.config import AUTOTUNE, TrialConfig, read_json_object
 from autotune.exceptions import ConfigError
 from autotune.experiment import Experiment
-from autotune.outputs import write_output
+from autotune.store.outputs import write_output
 from autotune.trial.compile_settings import compile_settings
 
 RECIPE_FORMAT = 1
@@ -86,7 +86,7 @@ class Recipe:
     def save(self, path: str | Path, *, protected: Iterable[Path] = ()) -> Path:
         """Writes the recipe as JSON to ``path`` atomically and returns the path; never over a
         symbolic link, an SQLite database or a ``protected`` file (see
-        :func:`autotune.outputs.write_output`)."""
+        :func:`autotune.store.outputs.write_output`)."""
         text = json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
         return write_output(path, text, what="recipe file", protected=protected)
 

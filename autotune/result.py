@@ -7,10 +7,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from autotune.analysis.profile import ProfileSummary
+from autotune.analysis.recompilation import Recompilation
 from autotune.config import TrialConfig
 from autotune.measure import Estimate, InputAblation
-from autotune.profile import ProfileSummary
-from autotune.recompilation import Recompilation
 
 
 @dataclass(frozen=True)

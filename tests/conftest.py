@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from autotune.placement import LOCK_FOLDER_ENV
+from autotune.study.placement import LOCK_FOLDER_ENV
 from tests.support.postgres import fresh_database
 
 
@@ -28,7 +28,7 @@ def session_host_locks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pat
 
 @pytest.fixture(autouse=True)
 def host_locks(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Each test its own folder of host claims (:mod:`autotune.placement`), inherited by the
+    """Each test its own folder of host claims (:mod:`autotune.study.placement`), inherited by the
     processes it starts: a test's studies never collide with another test's, or with a real
     study running on this machine."""
     folder = tmp_path_factory.mktemp("host_locks")

@@ -3,16 +3,21 @@
 A bundled experiment is a module here (``autotune/bundled/digits_cnn.py``) whose top-level
 ``experiment`` is an :class:`~autotune.Experiment`; its short name (``"digits_cnn"``) stands for
 the reference ``"autotune.bundled.digits_cnn:experiment"``, which a trial process imports from the
-installed package, wherever that is. A bundled space is a TOML file in ``spaces/`` (package data),
-named by its stem (``"quick"``). Importing this module imports no experiment and no TensorFlow.
+installed package, wherever that is. A bundled space is a TOML file named by its stem
+(``"quick"``): in a checkout (and an editable install) the top-level ``search_spaces/`` folder, the
+one source of them; in an installed wheel the same files as package data, ``spaces/`` beside this
+module (pyproject.toml maps the one onto the other). Importing this module imports no experiment
+and no TensorFlow.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-#: The folder of the bundled search-space files (``quick.toml``, ``cpu.toml``, ...).
-SPACES = Path(__file__).resolve().parent / "spaces"
+_HERE = Path(__file__).resolve().parent
+#: The folder of the bundled search-space files (``quick.toml``, ``cpu.toml``, ...): the
+#: wheel's package data where the package is installed, else the checkout's ``search_spaces/``.
+SPACES = _HERE / "spaces" if (_HERE / "spaces").is_dir() else _HERE.parents[1] / "search_spaces"
 #: The bundled experiments' short names, each a module of this package.
 EXPERIMENTS = ("digits_cnn", "tabular_mlp", "transformer")
 #: What ``autotune run`` and ``autotune trial`` tune without an EXPERIMENT argument.

@@ -10,7 +10,7 @@ re-runs (:mod:`~autotune.study.profiling`) each have a module. No TensorFlow her
 from __future__ import annotations
 
 from autotune.exceptions import StudyError
-from autotune.storage import DEFAULT_STORAGE
+from autotune.store.storage import DEFAULT_STORAGE
 from autotune.study.loading import load_study
 from autotune.study.study import DEFAULT_TOLERANCE, Study, TrialRunner, isolated_runner
 

@@ -1,8 +1,9 @@
-"""The baseline and its noise floor, stored in the study (:data:`autotune.schema.BASELINE_KEY`).
+"""The baseline and its noise floor, stored in the study
+(:data:`autotune.store.schema.BASELINE_KEY`).
 
 The baseline is the experiment's float32, no-XLA configuration at its base batch size, run with
-each of :data:`autotune.schema.BASELINE_SEEDS`: seed 0 with throughput (trials are compared with
-its speed and its curve), the others curve only. The mean distance between the seeds' curves is
+each of :data:`autotune.store.schema.BASELINE_SEEDS`: seed 0 with throughput (trials are compared
+with its speed and its curve), the others curve only. The mean distance between the seeds' curves is
 the noise floor that fidelity is measured in. A short digest of it is stored beside, for Optuna's
 own tools (:data:`autotune.study.optuna_tools.BASELINE_SUMMARY_KEY`).
 """
@@ -20,7 +21,7 @@ from autotune.exceptions import StudyError, TrialFailure
 from autotune.fidelity import NoiseFloor, noise_floor
 from autotune.measure import Estimate
 from autotune.result import RunResult
-from autotune.schema import BASELINE_KEY, BASELINE_SEEDS, baseline_of
+from autotune.store.schema import BASELINE_KEY, BASELINE_SEEDS, baseline_of
 from autotune.study import board
 from autotune.study.optuna_tools import BASELINE_SUMMARY_KEY, baseline_summary
 

@@ -1,4 +1,4 @@
-"""The study's TensorBoard view, written as it runs (:mod:`autotune.tensorboard_log`).
+"""The study's TensorBoard view, written as it runs (:mod:`autotune.study.tensorboard_log`).
 
 ``tensorboard --logdir <the study's log folder>`` then shows the baseline seeds and every
 measured trial side by side: curves, the HParams table and the profiles. The view is a
@@ -11,10 +11,10 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-from autotune import tensorboard_log
 from autotune.config import TrialConfig
 from autotune.result import RunResult
 from autotune.space import SearchSpace
+from autotune.study import tensorboard_log
 
 
 def _safely(what: str, write: Callable[[], None]) -> None:

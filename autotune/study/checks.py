@@ -10,7 +10,7 @@ from pathlib import Path
 from autotune.config import LIMITS, backend_missing, is_positive_finite
 from autotune.exceptions import ConfigError
 from autotune.space import SearchSpace, space_values
-from autotune.storage import STUDY_NAME
+from autotune.store.storage import STUDY_NAME
 
 #: The largest sampler seed (numpy's range).
 MAX_SEED = LIMITS["seed"]

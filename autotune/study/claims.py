@@ -29,7 +29,7 @@ from types import TracebackType
 from typing import Any
 
 from autotune.exceptions import ConfigError
-from autotune.storage import STORAGE, engine_url, journal_path
+from autotune.store.storage import STORAGE, engine_url, journal_path
 
 CLAIMS = ("baseline", "proposal")
 #: Seconds between two tries of a claim another worker holds.

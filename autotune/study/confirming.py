@@ -1,4 +1,4 @@
-"""Running a study's confirmation (the method is in :mod:`autotune.confirmation`).
+"""Running a study's confirmation (the method is in :mod:`autotune.analysis.head_to_head`).
 
 The candidates are the top feasible Pareto trials, fastest first. Each round runs every
 candidate still in, then the baseline, each in a fresh process measuring throughput only
@@ -17,14 +17,14 @@ from pathlib import Path
 
 import optuna
 
-from autotune.attribution import Attribution, changed_settings, reverted, same_curve
+from autotune.analysis.attribution import Attribution, changed_settings, reverted, same_curve
+from autotune.analysis.head_to_head import Candidate, Confirmation
 from autotune.config import RunSettings, TrialConfig
-from autotune.confirmation import Candidate, Confirmation
 from autotune.exceptions import ConfigError, StudyError, TrialFailure
 from autotune.fidelity import NoiseFloor, fidelity_distance
-from autotune.records import StudyRecords, TrialRow, within_memory
 from autotune.result import CurvePoint, RunResult
-from autotune.schema import BASELINE_SEEDS, CONFIRMATION_KEY
+from autotune.store.records import StudyRecords, TrialRow, within_memory
+from autotune.store.schema import BASELINE_SEEDS, CONFIRMATION_KEY
 
 #: Runs one configuration with these settings, logging into the folder.
 ConfirmRunner = Callable[[TrialConfig, RunSettings, Path], RunResult]
@@ -178,7 +178,7 @@ class Confirmer:
     # ------------------------------------------------------------- attribution, minimal recipe
     def _attribute(self, confirmation: Confirmation, settings: RunSettings) -> Confirmation:
         """Attributes the winner's speed-up to its settings and confirms its minimal recipe
-        (see :mod:`autotune.attribution`); nothing to do without a winner, or for one that
+        (see :mod:`autotune.analysis.attribution`); nothing to do without a winner, or for one that
         differs from the baseline in a single setting (that setting carries it)."""
         winner = confirmation.winner(self.tolerance)
         base = confirmation.baseline_config

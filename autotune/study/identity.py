@@ -2,9 +2,10 @@
 
 The identity (experiment, space digest, measurement digest, objectives, tolerance, fidelity
 definition, hardware fingerprint, TensorFlow and Keras versions) is stored when a study is created
-(:data:`autotune.schema.IDENTITY_KEY`), beside its provenance (:data:`autotune.schema.INFO_KEY`).
-Resuming with another identity is refused, naming each difference, unless allowed; an allowed
-mismatch is recorded (:data:`autotune.schema.MISMATCHES_KEY`).
+(:data:`autotune.store.schema.IDENTITY_KEY`), beside its provenance
+(:data:`autotune.store.schema.INFO_KEY`). Resuming with another identity is refused, naming each
+difference, unless allowed; an allowed mismatch is recorded
+(:data:`autotune.store.schema.MISMATCHES_KEY`).
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from autotune.exceptions import ConfigError
 from autotune.experiment import Experiment
 from autotune.fidelity import DEFINITION as FIDELITY_DEFINITION
 from autotune.objectives import DEFAULT_OBJECTIVES, described
-from autotune.schema import IDENTITY_KEY, INFO_KEY, MISMATCHES_KEY
 from autotune.space import SearchSpace
-from autotune.storage import quiet_experimental
+from autotune.store.schema import IDENTITY_KEY, INFO_KEY, MISMATCHES_KEY
+from autotune.store.storage import quiet_experimental
 
 #: RunSettings fields that a study sets per run; the others decide how every trial is measured.
 PER_RUN_SETTINGS = (

@@ -1,6 +1,6 @@
 """Opening a stored study as a :class:`~autotune.study.Study` again, with the experiment and
 space it was made with (to run more trials; reading alone needs
-:func:`autotune.records.load_records`, which imports no experiment)."""
+:func:`autotune.store.records.load_records`, which imports no experiment)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import optuna
 
 from autotune.config import RunSettings
 from autotune.exceptions import ConfigError
-from autotune.placement import Placement
-from autotune.schema import IDENTITY_KEY, INFO_KEY
 from autotune.space import space_from_dict
-from autotune.storage import DEFAULT_STORAGE, STUDY_NAME, open_storage, pick_study_name
+from autotune.store.schema import IDENTITY_KEY, INFO_KEY
+from autotune.store.storage import DEFAULT_STORAGE, STUDY_NAME, open_storage, pick_study_name
+from autotune.study.placement import Placement
 from autotune.study.study import Study, TrialRunner
 
 

@@ -19,8 +19,8 @@ marks only feasible trials as best.
 
 **The baseline.** The baseline is not an Optuna trial (every trial a study stores counts towards
 ``n_trials`` and takes part in the search). Its full record is the study user attribute
-``autotune_baseline`` (:data:`autotune.schema.BASELINE_KEY`), too long for the dashboard to show
-whole; :func:`baseline_summary` is a short readable digest of it, stored as the study user
+``autotune_baseline`` (:data:`autotune.store.schema.BASELINE_KEY`), too long for the dashboard to
+show whole; :func:`baseline_summary` is a short readable digest of it, stored as the study user
 attribute :data:`BASELINE_SUMMARY_KEY` (see :func:`autotune.study.baseline.ensure`).
 """
 
@@ -34,7 +34,7 @@ import optuna
 from optuna.trial import FrozenTrial
 
 from autotune.measure import format_throughput
-from autotune.schema import BaselineRecord
+from autotune.store.schema import BaselineRecord
 
 #: The trial system attribute optuna-dashboard reads constraints from (a list of floats; its
 #: ``optuna_dashboard._serializer.CONSTRAINTS_KEY`` and Optuna's ``_CONSTRAINTS_KEY``).

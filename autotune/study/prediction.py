@@ -11,9 +11,15 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.attribution import same_curve
+from autotune.analysis.attribution import same_curve
 from autotune.config import TrialConfig
-from autotune.schema import BASELINE_KEY, BASELINE_SEEDS, CONFIG_ATTR, FAILURE_ATTR, RESULT_ATTR
+from autotune.store.schema import (
+    BASELINE_KEY,
+    BASELINE_SEEDS,
+    CONFIG_ATTR,
+    FAILURE_ATTR,
+    RESULT_ATTR,
+)
 
 
 @dataclass(frozen=True)
@@ -56,8 +62,8 @@ def out_of_memory_at_most(study: optuna.Study, config: TrialConfig) -> FrozenTri
 def learning_twin(study: optuna.Study, number: int, config: TrialConfig) -> CurveTwin | None:
     """The baseline's seed-0 curve, or a complete trial's other than ``number``, trained with
     the trials' seed and settings that train the same curve as ``config``'s (they differ only in
-    :data:`autotune.attribution.CURVE_NEUTRAL` ones); None when there is none. A trial then skips
-    its own curve and is scored with this."""
+    :data:`autotune.analysis.attribution.CURVE_NEUTRAL` ones); None when there is none. A trial
+    then skips its own curve and is scored with this."""
     baseline = study.user_attrs.get(BASELINE_KEY) or {}
     seed_0 = (baseline.get("runs") or {}).get(str(BASELINE_SEEDS[0])) or {}
     baseline_config = baseline.get("config")

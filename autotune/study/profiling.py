@@ -3,7 +3,7 @@
 
 Each front trial without a profile of its own is run once more with the profiler and without its
 curve; what the profile says is stored in the study (``autotune_profile:<n>``,
-:data:`autotune.schema.PROFILE_RERUN_PREFIX`). The trial's own throughput and fidelity stay as
+:data:`autotune.store.schema.PROFILE_RERUN_PREFIX`). The trial's own throughput and fidelity stay as
 first measured.
 """
 
@@ -17,9 +17,9 @@ import optuna
 
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import TrialFailure
-from autotune.records import TrialRow
 from autotune.result import RunResult
-from autotune.schema import BASELINE_SEEDS, PROFILE_RERUN_PREFIX
+from autotune.store.records import TrialRow
+from autotune.store.schema import BASELINE_SEEDS, PROFILE_RERUN_PREFIX
 
 #: Runs one configuration: (config, settings, log folder) -> RunResult; raises TrialFailure.
 ProfilingRunner = Callable[[TrialConfig, RunSettings, Path], RunResult]

@@ -1,6 +1,6 @@
 """Crash recovery: trials left RUNNING by a dead worker are failed as interrupted and retried once.
 
-Each trial records its worker first thing (:data:`autotune.schema.WORKER_ATTR`: host, pid and
+Each trial records its worker first thing (:data:`autotune.store.schema.WORKER_ATTR`: host, pid and
 process start time, hardware fingerprint, core set and device). Before each trial a study fails
 the RUNNING trials whose worker is gone and queues one retry with the same parameters for every
 interrupted trial that has none. A worker on this host is gone when its process is; one on
@@ -27,14 +27,19 @@ from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune import hardware
-from autotune.schema import (
+from autotune.store.schema import (
     FAILURE_ATTR,
     INTERRUPTED,
     INTERRUPTED_FAILURE,
     WORKER_ATTR,
     failure_of,
 )
-from autotune.storage import GRACE_SECONDS, HEARTBEAT_SECONDS, has_heartbeat, quiet_experimental
+from autotune.store.storage import (
+    GRACE_SECONDS,
+    HEARTBEAT_SECONDS,
+    has_heartbeat,
+    quiet_experimental,
+)
 
 #: A trial's last sign of life on a storage without heartbeats (seconds since the epoch).
 ALIVE_ATTR = "alive_at"
@@ -81,7 +86,7 @@ def this_worker() -> dict[str, Any]:
 
 class KeepAlive:
     """While its block runs, writes the trial's :data:`ALIVE_ATTR` every
-    :data:`~autotune.storage.HEARTBEAT_SECONDS` from a thread, on storages without Optuna's
+    :data:`~autotune.store.storage.HEARTBEAT_SECONDS` from a thread, on storages without Optuna's
     heartbeat; nothing on the others."""
 
     def __init__(self, study: optuna.Study, trial: optuna.Trial) -> None:
@@ -147,8 +152,8 @@ def _orphaned(trial: FrozenTrial, host: str, now: dt.datetime, heartbeat: bool) 
 def fail_orphans(study: optuna.Study, storage: optuna.storages.BaseStorage) -> None:
     """Fails RUNNING trials whose worker is gone: its process, on this host (killed
     mid-trial); its liveness record, from another host on a storage without heartbeats (older
-    than :data:`~autotune.storage.GRACE_SECONDS`); and those that never recorded a worker (killed
-    between Optuna creating the trial and the objective's first line; a live worker records
+    than :data:`~autotune.store.storage.GRACE_SECONDS`); and those that never recorded a worker
+    (killed between Optuna creating the trial and the objective's first line; a live worker records
     itself within milliseconds). On an RDB storage, Optuna's stale heartbeats first."""
     host, now, heartbeat = socket.gethostname(), dt.datetime.now(), has_heartbeat(storage)
     if heartbeat:  # Optuna's own check (it runs before each trial, but not while one waits)

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from autotune.exceptions import ConfigError, StudyError
-from autotune.storage import sqlite_path, storage_files
+from autotune.store.storage import sqlite_path, storage_files
 
 #: The lock files this process holds (a block holding one may call another that asks again).
 _held: set[Path] = set()
@@ -32,7 +32,7 @@ _held: set[Path] = set()
 
 def lock_file(storage_url: str) -> Path | None:
     """The lock file of an SQLite storage (None for a Journal file or a server, which several
-    workers share): the last of :func:`autotune.storage.storage_files`."""
+    workers share): the last of :func:`autotune.store.storage.storage_files`."""
     return storage_files(storage_url)[-1] if sqlite_path(storage_url) is not None else None
 
 

@@ -25,7 +25,7 @@ from autotune.exceptions import ConfigError, TrialFailure
 from autotune.fidelity import NoiseFloor, fidelity_distance
 from autotune.objectives import FIDELITY, MEMORY, MIB, THROUGHPUT, peak_memory_bytes
 from autotune.result import CurvePoint, RunResult
-from autotune.schema import (
+from autotune.store.schema import (
     CURVE_FROM_ATTR,
     DUPLICATE_OF_ATTR,
     FAILURE_ATTR,
@@ -83,8 +83,8 @@ def prune_predicted_oom(trial: optuna.Trial, reason: str) -> NoReturn:
 def with_twin_curve(trial: optuna.Trial, result: RunResult, twin: CurveTwin | None) -> RunResult:
     """``result`` with ``twin``'s curve (its configuration differs in pipeline settings alone,
     so it learns the same curve; see :func:`autotune.study.prediction.learning_twin`), the
-    source stored as :data:`~autotune.schema.CURVE_FROM_ATTR`; ``result`` itself without a twin
-    or when it stopped before its curve."""
+    source stored as :data:`~autotune.store.schema.CURVE_FROM_ATTR`; ``result`` itself without a
+    twin or when it stopped before its curve."""
     if twin is None or result.stopped_early is not None or result.throughput is None:
         return result
     trial.set_user_attr(CURVE_FROM_ATTR, twin.source)
@@ -125,7 +125,7 @@ def score_fidelity(
     floor: NoiseFloor,
 ) -> float:
     """The trial's one-sided fidelity (the objective), stored with its symmetric one beside it
-    (:data:`~autotune.schema.FIDELITY_SYMMETRIC_ATTR`). Raises TrialFailure ("exception") when
+    (:data:`~autotune.store.schema.FIDELITY_SYMMETRIC_ATTR`). Raises TrialFailure ("exception") when
     the curve cannot be compared (empty, or a non-finite loss)."""
     curve = [(p.samples, p.val_loss) for p in result.curve]
     try:

@@ -27,7 +27,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from autotune.objectives import DEFAULT_OBJECTIVES, directions
 from autotune.space import inactive_parameters
-from autotune.storage import quiet_experimental
+from autotune.store.storage import quiet_experimental
 from autotune.study.checks import MAX_SEED
 from autotune.study.scoring import SPEED_CONSTRAINT
 

@@ -5,7 +5,7 @@ baseline's one-factor neighbours, each changing one setting of the float32, no-X
 (every other precision the space holds, at the base batch size; XLA on; the batch size doubled
 and quadrupled, rounded to the space; the most steps per execution the space allows; the JAX
 backend, with the ``jax.jit`` it trains through, where the space holds it), and the
-practitioner's checklist configuration for the machine (:mod:`autotune.checklist`); then, once
+practitioner's checklist configuration for the machine (:mod:`autotune.study.checklist`); then, once
 they are measured, their combination: each probed setting at the value that ran fastest within
 the fidelity tolerance (the baseline's value where no probe beat the baseline), as an engineer
 combines the changes that helped (:func:`combined_config`; a combination on the JAX backend
@@ -36,13 +36,13 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from autotune.attribution import changed_settings
-from autotune.checklist import checklist_config
+from autotune.analysis.attribution import changed_settings
 from autotune.config import TrialConfig
 from autotune.exceptions import ConfigError
-from autotune.schema import CONFIG_ATTR
 from autotune.space import Choice, IntRange, Parameter, SearchSpace, inactive_parameters
+from autotune.store.schema import CONFIG_ATTR
 from autotune.study import baseline
+from autotune.study.checklist import checklist_config
 
 START_MODES = ("structured", "random")
 #: The study user attribute holding the structured start's configurations (a list of dicts).

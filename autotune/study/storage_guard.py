@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from autotune.exceptions import StudyError, error_chain
-from autotune.storage import sqlite_path
+from autotune.store.storage import sqlite_path
 
 _RESUME = "trials stored before are kept; run the same command again to resume"
 T = TypeVar("T")

@@ -11,7 +11,7 @@ duplicate of a measured configuration reuses its measurement, and one
 predicted to run out of memory is pruned without running (:mod:`autotune.study.prediction`).
 Running the same study again resumes it (:mod:`autotune.study.identity`,
 :mod:`autotune.study.recovery`); several workers may share it (:mod:`autotune.study.claims`,
-:mod:`autotune.placement`). No TensorFlow here: trials run through :mod:`autotune.trial`.
+:mod:`autotune.study.placement`). No TensorFlow here: trials run through :mod:`autotune.trial`.
 """
 
 from __future__ import annotations
@@ -25,18 +25,18 @@ import optuna
 from optuna.trial import FrozenTrial
 
 from autotune import hardware
+from autotune.analysis.head_to_head import DEFAULT_ROUNDS, DEFAULT_TOP, EXTRA_SEEDS, Confirmation
+from autotune.analysis.profile import check_mode
 from autotune.config import RunSettings, TrialConfig, is_positive_finite
-from autotune.confirmation import DEFAULT_ROUNDS, DEFAULT_TOP, EXTRA_SEEDS, Confirmation
 from autotune.exceptions import ConfigError, StudyError, TrialFailure
 from autotune.experiment import Experiment, load_experiment, reference_of
-from autotune.log_folders import default_log_root
 from autotune.objectives import DEFAULT_OBJECTIVES, check_memory_limit, parse_objectives
-from autotune.placement import HostClaim, Placement
-from autotune.profile import check_mode
 from autotune.recipe import Recipe
-from autotune.records import StudyRecords, read_records
 from autotune.result import RunResult
-from autotune.schema import (
+from autotune.space import SearchSpace, resolve_space
+from autotune.store.log_folders import default_log_root
+from autotune.store.records import StudyRecords, read_records
+from autotune.store.schema import (
     BASELINE_SEEDS,
     CONFIG_ATTR,
     FAILURE_ATTR,
@@ -50,8 +50,7 @@ from autotune.schema import (
     profile_reruns,
     row_of,
 )
-from autotune.space import SearchSpace, resolve_space
-from autotune.storage import DEFAULT_STORAGE, check_url, open_storage, quiet_experimental
+from autotune.store.storage import DEFAULT_STORAGE, check_url, open_storage, quiet_experimental
 from autotune.study import (
     baseline,
     board,
@@ -67,6 +66,7 @@ from autotune.study import (
     turns,
 )
 from autotune.study.optuna_tools import set_constraints
+from autotune.study.placement import HostClaim, Placement
 from autotune.study.profiling import ProfileListener, profile_front
 from autotune.study.start import (
     check_start,
@@ -104,7 +104,7 @@ class Study:
             reference: a bundled experiment's name ("digits_cnn") or "my_model.py:experiment".
         space: a :class:`SearchSpace`, a TOML file path or a bundled space's name ("quick").
         storage: an Optuna storage URL: SQLite by default; a Journal file or PostgreSQL for
-            several workers (:mod:`autotune.storage`).
+            several workers (:mod:`autotune.store.storage`).
         study_name: defaults to "<experiment>-<space>".
         tolerance: largest fidelity distance a configuration may have, in units of the seed
             noise floor (1.0 = as different as a re-run with another seed).
@@ -121,15 +121,15 @@ class Study:
         runner: runs one trial; the default runs it in a fresh process.
         log_root: folder for per-trial logs and profiles; defaults to
             ``autotune_logs/<study key>`` beside a database file, else in the current folder
-            (:func:`autotune.log_folders.study_key`). ``tensorboard --logdir`` on it shows each
-            profiled trial as a run (``trial_<n>``, ``baseline_seed_0``).
+            (:func:`autotune.store.log_folders.study_key`). ``tensorboard --logdir`` on it shows
+            each profiled trial as a run (``trial_<n>``, ``baseline_seed_0``).
         profile_mode: "all" profiles one steady window of every trial and of the baseline;
             "pareto" re-runs the Pareto-front trials with profiling when :meth:`optimize` ends
             (see :meth:`profile_pareto`); "off" never profiles. Profiling happens after the
             timed windows, so it never changes a throughput figure (nor the identity).
         max_consecutive_failures: stop after this many failed trials in a row.
         placement: the cores or GPU this process and its trials run on, claimed on this host
-            while trials run (:mod:`autotune.placement`); default: every usable core.
+            while trials run (:mod:`autotune.study.placement`); default: every usable core.
         objectives: "throughput,fidelity" (the default) or "throughput,fidelity,memory": peak
             memory (MiB) as a third objective (:mod:`autotune.objectives`). A stored study keeps
             the objectives it was made with; a different value is refused.
@@ -232,7 +232,7 @@ class Study:
 
     # ----------------------------------------------------------------- events
     def add_listener(self, listener: Callable[[TrialRow], None]) -> None:
-        """Calls ``listener`` with a :class:`~autotune.records.TrialRow` after every finished
+        """Calls ``listener`` with a :class:`~autotune.store.records.TrialRow` after every finished
         trial."""
         self._listeners.append(listener)
 
@@ -444,8 +444,8 @@ class Study:
         """Re-measures the ``top`` fastest feasible Pareto trials (faster than the baseline;
         with ``max_memory_mib``, within that peak memory, MiB) head to head with the baseline,
         ``rounds`` interleaved rounds of fresh processes, and trains each one's curve with
-        ``extra_seeds`` (see :mod:`autotune.confirmation`). Stored in the study as it goes: a
-        confirmation already done for the same candidates is returned, not repeated; one cut
+        ``extra_seeds`` (see :mod:`autotune.analysis.head_to_head`). Stored in the study as it
+        goes: a confirmation already done for the same candidates is returned, not repeated; one cut
         short resumes. ``top`` 0 confirms nothing and returns None.
         """
         limit = check_memory_limit(max_memory_mib)
@@ -478,7 +478,7 @@ class Study:
 
     def pareto_front(self) -> list[TrialRow]:
         """Feasible trials that neither another trial nor the baseline beats on both throughput
-        and fidelity, fastest first (see :func:`autotune.records.pareto_front`)."""
+        and fidelity, fastest first (see :func:`autotune.store.records.pareto_front`)."""
         return self._stored().pareto()
 
     def best(
@@ -486,7 +486,8 @@ class Study:
     ) -> Recipe:
         """The fastest configuration with fidelity <= ``max_fidelity`` (default: the study's
         tolerance) and peak memory <= ``max_memory_mib`` (MiB; default: no limit) that beats
-        the baseline, confirmed where it can be (:meth:`~autotune.records.StudyRecords.best`)."""
+        the baseline, confirmed where it can be
+        (:meth:`~autotune.store.records.StudyRecords.best`)."""
         limit = self.tolerance if max_fidelity is None else max_fidelity
         return self._stored().best(limit, check_memory_limit(max_memory_mib))
 

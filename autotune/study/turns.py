@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Literal
 
 from autotune.config import TrialConfig
-from autotune.records import StudyRecords
 from autotune.space import SearchSpace
+from autotune.store.records import StudyRecords
 from autotune.study.start import centre_of
 
 #: run: start a trial; wait: the trials running elsewhere fill the target, but one of them may

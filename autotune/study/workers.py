@@ -2,10 +2,10 @@
 
 :func:`join` opens a stored study as one more worker (``autotune worker``): with the experiment,
 space and settings the study was made with, its own sampler seed (:func:`worker_seed`), and its
-placement on this host (:mod:`autotune.placement`). A worker whose hardware fingerprint (its
+placement on this host (:mod:`autotune.study.placement`). A worker whose hardware fingerprint (its
 core count included) differs from the study's is refused, naming the difference
 (:mod:`autotune.study.identity`): its throughputs could not be compared with the others'.
-It runs towards the study's stored target (:data:`autotune.schema.TARGET_KEY`, set by
+It runs towards the study's stored target (:data:`autotune.store.schema.TARGET_KEY`, set by
 ``autotune run`` or :func:`set_target`); the claims of :mod:`autotune.study.claims` make the
 workers run the baseline once and never the same configuration twice.
 
@@ -26,11 +26,11 @@ from pathlib import Path
 from types import TracebackType
 
 from autotune.exceptions import StudyError
-from autotune.placement import Placement, format_cpus
-from autotune.schema import TARGET_KEY
+from autotune.store.schema import TARGET_KEY
 from autotune.study.checks import MAX_SEED
 from autotune.study.claims import check_workers
 from autotune.study.loading import load_study
+from autotune.study.placement import Placement, format_cpus
 from autotune.study.study import Study, TrialRunner
 
 #: Seconds a stopped local worker gets to end its trial before it is killed.

@@ -25,6 +25,8 @@ import keras
 import tensorflow as tf
 
 from autotune import hardware
+from autotune.analysis.profile import ProfileError, ProfileSummary, analyse
+from autotune.analysis.recompilation import Recompilation, detect
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import (
     ExperimentError,
@@ -42,8 +44,6 @@ from autotune.measure import (
     steps_per_window,
     summarize,
 )
-from autotune.profile import ProfileError, ProfileSummary, analyse
-from autotune.recompilation import Recompilation, detect
 from autotune.result import CurvePoint, RunResult
 from autotune.trial import backends
 from autotune.trial.model import (

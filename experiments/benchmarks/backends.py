@@ -22,8 +22,8 @@ from pathlib import Path
 from provenance import append_results  # type: ignore[import-not-found]
 
 from autotune import TrialConfig
+from autotune.analysis.head_to_head import paired_ratio, ratio_text
 from autotune.bundled import experiment_reference
-from autotune.confirmation import paired_ratio, ratio_text
 from autotune.experiment import load_experiment
 from autotune.space import resolve_space
 from autotune.study.confirming import speed_settings

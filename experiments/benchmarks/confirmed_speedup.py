@@ -2,10 +2,10 @@
 practitioner's checklist configuration, for each bundled experiment, in one run.
 
 For each experiment: a study (``--space``, ``--trials``, profiling off) into a fresh SQLite file
-under ``--work``, its confirmation (the study's own, :mod:`autotune.confirmation`), then a final
-head-to-head of three arms in fresh processes, interleaved round by round: the confirmed
+under ``--work``, its confirmation (the study's own, :mod:`autotune.analysis.head_to_head`), then a
+final head-to-head of three arms in fresh processes, interleaved round by round: the confirmed
 recommendation (the baseline itself when nothing beat it), the checklist configuration for this
-machine (:mod:`autotune.checklist`) and the baseline. Ratios are paired by round, with the
+machine (:mod:`autotune.study.checklist`) and the baseline. Ratios are paired by round, with the
 order-statistic interval of :func:`autotune.measure.summarize`; the checklist's fidelity is
 measured over the baseline's seeds, as the confirmation measures a candidate's. Results are
 appended to results/confirmed_speedup.md with the machine, date, versions and command.
@@ -24,12 +24,12 @@ import time
 from pathlib import Path
 
 from autotune import Study, TrialConfig
-from autotune.checklist import checklist_config
-from autotune.confirmation import paired_ratio, ratio_text
+from autotune.analysis.head_to_head import paired_ratio, ratio_text
 from autotune.fidelity import fidelity_distance
 from autotune.hardware import hardware, versions
 from autotune.measure import summarize
-from autotune.records import load_records
+from autotune.store.records import load_records
+from autotune.study.checklist import checklist_config
 from autotune.study.confirming import curve_settings, speed_settings
 from autotune.trial.isolation import run_isolated
 

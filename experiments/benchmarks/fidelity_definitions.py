@@ -32,7 +32,7 @@ from autotune.fidelity import (
     fidelity_distance,
     noise_floor,
 )
-from autotune.records import load_records
+from autotune.store.records import load_records
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_WORK = Path("benchmark_runs/confirmed_speedup")

@@ -5,10 +5,10 @@ For each experiment, two studies of the same budget: the ``cpu`` space, and the 
 without the new knobs (data/spaces/cpu_without_new_knobs.toml, the ``cpu`` space as it was
 before them). Each study (``--trials``, profiling off, seed 0) is confirmed by its own
 head-to-head confirmation (``--top`` candidates, ``--rounds`` interleaved rounds of fresh
-processes against the baseline, fidelity over the baseline's seeds; :mod:`autotune.confirmation`).
-Reported per study: its confirmed answer (ratio to the baseline with its interval, or "keep the
-baseline"), the recommended configuration and the study's time. Results are appended to
-results/new_knobs.md with the machine, date, versions and command.
+processes against the baseline, fidelity over the baseline's seeds;
+:mod:`autotune.analysis.head_to_head`). Reported per study: its confirmed answer (ratio to the
+baseline with its interval, or "keep the baseline"), the recommended configuration and the study's
+time. Results are appended to results/new_knobs.md with the machine, date, versions and command.
 
     python experiments/benchmarks/new_knobs.py [EXPERIMENT ...] [--trials 8] [--top 2] [--rounds 3]
 """

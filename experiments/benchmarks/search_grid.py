@@ -37,10 +37,10 @@ from autotune import Study, TrialConfig
 from autotune.bundled import experiment_reference
 from autotune.experiment import load_experiment
 from autotune.hardware import hardware, versions
-from autotune.replay import GRID_SCHEMA, Grid, GridEntry
 from autotune.result import RunResult
-from autotune.schema import CONFIG_ATTR, FAILURE_ATTR, RESULT_ATTR
 from autotune.space import Choice, SearchSpace, resolve_space
+from autotune.store.schema import CONFIG_ATTR, FAILURE_ATTR, RESULT_ATTR
+from autotune.study.replay import GRID_SCHEMA, Grid, GridEntry
 
 HERE = Path(__file__).resolve().parent
 GRID_FOLDER = HERE / "data" / "search_grid"
@@ -126,7 +126,7 @@ def measure_grid(experiment: str, work: Path, folder: Path = GRID_FOLDER) -> Pat
 
 
 def write_grid(study: Study, experiment: str, started: dt.datetime, folder: Path) -> Path:
-    """The grid file of a measured grid study (:meth:`autotune.replay.Grid.to_dict`)."""
+    """The grid file of a measured grid study (:meth:`autotune.study.replay.Grid.to_dict`)."""
     entries = []
     for trial in study.optuna.get_trials(
         states=(TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)

@@ -3,12 +3,12 @@
 For each bundled experiment a grid of 24 configurations (precision x XLA x batch size; 72 where
 steps per execution 1 and 64 and the Keras backend are crossed in, see ``search_grid.py``) is
 measured once, live, by an autotune study, and cached under ``data/search_grid/``. Then each
-strategy of :data:`autotune.replay.STRATEGIES` searches the grid's space ``--seeds`` times with a
-budget of ``--budget`` trials, every trial answered from the table
-(:func:`autotune.replay.replay`): the study's own set-up (structured start, its TPE, stopped trials
-ranked as dominated), Optuna's default TPE, NSGA-II (population 8), GP and random search, the last
-four on a random start, all with the study's early stops, duplicate reuse and scoring. A replayed
-trial costs its live wall time in the grid study.
+strategy of :data:`autotune.study.replay.STRATEGIES` searches the grid's space ``--seeds`` times
+with a budget of ``--budget`` trials, every trial answered from the table
+(:func:`autotune.study.replay.replay`): the study's own set-up (structured start, its TPE, stopped
+trials ranked as dominated), Optuna's default TPE, NSGA-II (population 8), GP and random search,
+the last four on a random start, all with the study's early stops, duplicate reuse and scoring. A
+replayed trial costs its live wall time in the grid study.
 
 Reported per experiment and strategy, over the seeds:
 
@@ -48,7 +48,7 @@ from pathlib import Path
 from provenance import append_results  # type: ignore[import-not-found]
 from search_grid import grid_file, measure_grid  # type: ignore[import-not-found]
 
-from autotune.replay import (
+from autotune.study.replay import (
     STRATEGIES,
     Grid,
     ReplayedTrial,

@@ -26,7 +26,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 from provenance import append_results  # type: ignore[import-not-found]
 
-from autotune.schema import DUPLICATE_OF_ATTR, RESULT_ATTR
+from autotune.store.schema import DUPLICATE_OF_ATTR, RESULT_ATTR
 
 HERE = Path(__file__).resolve().parent
 PHASES = ("setup", "warmup", "windows", "profile", "ablation", "curve")

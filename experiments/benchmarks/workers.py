@@ -27,8 +27,8 @@ import optuna
 from optuna.trial import TrialState
 from provenance import append_results  # type: ignore[import-not-found]
 
-from autotune.records import load_records
-from autotune.schema import WORKER_ATTR
+from autotune.store.records import load_records
+from autotune.store.schema import WORKER_ATTR
 
 HERE = Path(__file__).resolve().parent
 AUTOTUNE = [sys.executable, "-m", "autotune"]
@@ -93,7 +93,7 @@ def one_run(experiment: str, storage: str, workers: int, trials: int, folder: Pa
 
 
 def _optuna_storage(url: str) -> optuna.storages.BaseStorage:
-    from autotune.storage import open_storage
+    from autotune.store.storage import open_storage
 
     return open_storage(url, must_exist=True)
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from autotune.records import load_records
-from autotune.report import PARETO_TRACE, header_info, point_key
+from autotune.store.records import load_records
 from autotune.study import Study
+from autotune.views.report import PARETO_TRACE, header_info, point_key
 from tests.support.demo_study import SPACE, DemoStudy, build_demo_study, fake_runner, params
 
 pytestmark = pytest.mark.browser

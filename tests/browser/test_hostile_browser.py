@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from autotune.report import FIGURE_IDS, PARETO_TRACE
+from autotune.views.report import FIGURE_IDS, PARETO_TRACE
 from tests.support.demo_study import HOSTILE_STUDY, DemoStudy, build_hostile_study
 
 pytestmark = pytest.mark.browser

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from autotune.report import MEMORY_FRONT_TRACE, PARETO_TRACE
+from autotune.views.report import MEMORY_FRONT_TRACE, PARETO_TRACE
 from tests.support.memory_study import MEMORY, NO_XLA, XLA, run_study
 
 pytestmark = pytest.mark.browser

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from autotune.records import load_records
-from autotune.report import FIGURE_IDS, PARETO_TRACE, point_key
+from autotune.store.records import load_records
+from autotune.views.report import FIGURE_IDS, PARETO_TRACE, point_key
 from tests.support.demo_study import PARETO, DemoStudy, build_demo_study
 
 pytestmark = pytest.mark.browser

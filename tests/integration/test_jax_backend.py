@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from autotune import hardware
+from autotune.analysis.profile import xspace_files
 from autotune.config import RunSettings, TrialConfig
-from autotune.profile import xspace_files
 from autotune.recipe import Recipe
 from autotune.result import RunResult
 from autotune.trial.isolation import run_isolated

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from autotune.analysis.profile import BREAKDOWN_COMPONENTS, analyse, xspace_files
 from autotune.config import RunSettings, TrialConfig
-from autotune.profile import BREAKDOWN_COMPONENTS, analyse, xspace_files
 from autotune.trial.isolation import run_isolated
 
 pytestmark = pytest.mark.slow

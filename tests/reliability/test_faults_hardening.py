@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 from optuna.trial import TrialState
 
-from autotune.log_folders import default_log_root
-from autotune.schema import FAILURE_ATTR
+from autotune.store.log_folders import default_log_root
+from autotune.store.schema import FAILURE_ATTR
 from autotune.trial.trial_log import KEEP_TAIL_BYTES, LOG_LIMIT_ENV
 from tests.support.reliability import (
     FAKE_SPACE,

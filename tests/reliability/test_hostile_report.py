@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from autotune.records import StudyRecords, load_records
-from autotune.report import (
+from autotune.store.records import StudyRecords, load_records
+from autotune.views.report import (
     breakdown_figure,
     breakdown_info,
     curves_figure,

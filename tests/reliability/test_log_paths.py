@@ -1,8 +1,8 @@
 """Issue 13, item 7: names that become paths. A study's logs go to
 ``autotune_logs/<study key>/`` beside its database, where the key is a slug of the name and a hash
-of the storage and the name (autotune.log_folders): a name such as ``../../x``, an absolute path or
-500 characters (more than a file name may have) never writes outside that folder, two databases
-in one folder with the same study name never share one, and a ``trial.log`` used again is
+of the storage and the name (autotune.store.log_folders): a name such as ``../../x``, an absolute
+path or 500 characters (more than a file name may have) never writes outside that folder, two
+databases in one folder with the same study name never share one, and a ``trial.log`` used again is
 appended to, never truncated.
 
 The study is the real ``autotune run`` command with trials of the misbehave experiment that fail
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from optuna.trial import TrialState
 
-from autotune.log_folders import LOG_FOLDER, study_key
-from autotune.schema import LOG_DIR_ATTR
+from autotune.store.log_folders import LOG_FOLDER, study_key
+from autotune.store.schema import LOG_DIR_ATTR
 from tests.support.reliability import MISBEHAVE, TINY_MEASURE, Sandbox, stored_trials
 
 USED_AGAIN = "this log is used again"

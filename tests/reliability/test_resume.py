@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.records import row_of
-from autotune.schema import INTERRUPTED
+from autotune.store.records import row_of
+from autotune.store.schema import INTERRUPTED
 from tests.support.reliability import (
     FAKE_SPACE,
     MISBEHAVE,

@@ -16,8 +16,8 @@ import psutil
 import pytest
 from optuna.trial import TrialState
 
-from autotune.records import row_of
-from autotune.schema import INTERRUPTED, INTERRUPTED_FAILURE
+from autotune.store.records import row_of
+from autotune.store.schema import INTERRUPTED, INTERRUPTED_FAILURE
 from tests.support.reliability import (
     MISBEHAVE,
     TINY_MEASURE,

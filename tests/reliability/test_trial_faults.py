@@ -11,8 +11,8 @@ import time
 import pytest
 from optuna.trial import TrialState
 
-from autotune.records import row_of
-from autotune.schema import INTERRUPTED
+from autotune.store.records import row_of
+from autotune.store.schema import INTERRUPTED
 from tests.support.reliability import (
     CHILD_TOKEN,
     MISBEHAVE,

@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from autotune.analysis.profile import CPU_ONLY, OpTime, ProfileSummary
+from autotune.analysis.recompilation import Recompilation
 from autotune.config import RunSettings, TrialConfig
 from autotune.fidelity import fidelity_distance, noise_floor
 from autotune.measure import (
@@ -16,8 +18,6 @@ from autotune.measure import (
     slower_than_baseline,
     summarize,
 )
-from autotune.profile import CPU_ONLY, OpTime, ProfileSummary
-from autotune.recompilation import Recompilation
 from autotune.result import CurvePoint, RunResult
 from autotune.space import SearchSpace, choices
 

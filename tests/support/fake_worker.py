@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 from autotune.config import RunSettings, TrialConfig
-from autotune.placement import Placement
 from autotune.result import RunResult
+from autotune.study.placement import Placement
 from tests.support.fake_trials import fake_result
 
 

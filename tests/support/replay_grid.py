@@ -14,8 +14,8 @@ from __future__ import annotations
 import itertools
 
 from autotune.config import RunSettings, TrialConfig
-from autotune.replay import Grid, GridEntry
 from autotune.result import RunResult
+from autotune.study.replay import Grid, GridEntry
 from tests.support.fake_trials import BASE_BATCH, SEED_OFFSETS, SPACE, fake_curve, fake_result
 
 #: The log-loss offset of a configuration that learns differently (fidelity far over 1.5).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from autotune.records import StudyRecords, load_records
+from autotune.store.records import StudyRecords, load_records
 from tests.support.demo_study import DemoStudy, build_demo_study, profiling_runner
 
 

@@ -1,10 +1,11 @@
-"""autotune.attribution: which of a winner's settings carry its speed-up (synthetic rounds)."""
+"""autotune.analysis.attribution: which of a winner's settings carry its speed-up (synthetic
+rounds)."""
 
 from __future__ import annotations
 
 import pytest
 
-from autotune.attribution import Attribution, changed_settings, reverted, same_curve
+from autotune.analysis.attribution import Attribution, changed_settings, reverted, same_curve
 from autotune.config import TrialConfig
 
 BASE = TrialConfig.baseline(32)

@@ -30,8 +30,10 @@ PACKAGE = Path(autotune.__file__).resolve().parent
 CHECKOUT_EXPERIMENTS = PACKAGE.parent / "experiments"
 
 
-def test_the_bundled_files_live_inside_the_package() -> None:
-    assert SPACES == PACKAGE / "bundled" / "spaces"
+def test_the_bundled_files_live_in_the_package_and_the_top_level_spaces_folder() -> None:
+    # In a checkout the spaces are read from search_spaces/ (the wheel ships them as
+    # autotune/bundled/spaces/: tests/unit/test_packaging.py).
+    assert PACKAGE.parent / "search_spaces" == SPACES
     assert space_names() == ["cpu", "gpu", "input", "keras3", "quick"]
     assert DEFAULT_EXPERIMENT in EXPERIMENTS == ("digits_cnn", "tabular_mlp", "transformer")
     for name in EXPERIMENTS:

@@ -1,11 +1,11 @@
-"""autotune.checklist: the practitioner's checklist configuration for the hardware."""
+"""autotune.study.checklist: the practitioner's checklist configuration for the hardware."""
 
 from __future__ import annotations
 
 import pytest
 
-from autotune.checklist import checklist_config, checklist_precision
 from autotune.config import AUTOTUNE, TrialConfig
+from autotune.study.checklist import checklist_config, checklist_precision
 
 AMX_CPU = {"cpu_features": ["amx_bf16", "avx512f"], "gpus": []}
 PLAIN_CPU = {"cpu_features": ["avx2"], "gpus": []}

@@ -1,5 +1,5 @@
 """Scripts can read every command: ``status --json`` and ``run --json`` print the study in the
-documented schema (autotune.study_json), ``run --json`` keeps stdout for the JSON alone, and
+documented schema (autotune.views.study_json), ``run --json`` keeps stdout for the JSON alone, and
 ``status`` stays readable at 80 columns. Nothing is trained: the demo study's fake runner."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from click.testing import CliRunner
 
 import autotune.study.study
 from autotune.cli import main
-from autotune.records import load_records
+from autotune.store.records import load_records
 from autotune.study import load_study
-from autotune.study_json import SCHEMA
+from autotune.views.study_json import SCHEMA
 from tests.support.demo_study import (
     FAILED,
     PARETO,

@@ -1,5 +1,5 @@
 """``autotune worker`` and ``autotune run --workers/--devices/--cpus`` from the command line, with
-the fake runner (autotune.cli_workers)."""
+the fake runner (autotune.cli.workers)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 import autotune.study.study
 from autotune.cli import main
-from autotune.placement import Placement
 from autotune.study import Study
+from autotune.study.placement import Placement
 from autotune.study.workers import set_target
 from tests.support.demo_study import fake_runner, write_experiment
 from tests.support.fake_trials import SPACE
@@ -129,7 +129,7 @@ def test_a_worker_needs_an_existing_study(tmp_path):
 
 
 def test_a_second_cpu_worker_on_the_host_is_refused_naming_the_first(journal_study):
-    from autotune.placement import HostClaim
+    from autotune.study.placement import HostClaim
 
     with HostClaim(Placement(), "someone-else"):
         result = invoke("worker", "--storage", journal_study.storage_url, "--study", "shared")

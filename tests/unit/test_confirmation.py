@@ -1,5 +1,5 @@
-"""autotune.confirmation: the paired speed-up ratio, its interval, and the recommendation rule,
-on synthetic per-round throughputs (no TensorFlow, nothing runs)."""
+"""autotune.analysis.head_to_head: the paired speed-up ratio, its interval, and the recommendation
+rule, on synthetic per-round throughputs (no TensorFlow, nothing runs)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import random
 
 import pytest
 
-from autotune.config import TrialConfig
-from autotune.confirmation import (
+from autotune.analysis.head_to_head import (
     Candidate,
     Confirmation,
     paired_ratio,
     ratio_text,
 )
+from autotune.config import TrialConfig
 
 BASE = TrialConfig.baseline(32)
 SEEDS = (0, 1, 2)

@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from autotune.cli import main
-from autotune.dashboard import Dashboard
-from autotune.records import load_records
-from autotune.report import header_info
+from autotune.store.records import load_records
 from autotune.study import load_study
+from autotune.views.dashboard import Dashboard
+from autotune.views.report import header_info
 from tests.support.demo_study import DemoStudy, build_demo_study, fake_runner
 
 

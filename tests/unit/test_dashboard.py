@@ -1,5 +1,5 @@
-"""Unit tests for autotune.dashboard: the recommendation at a tolerance, clicking a point, reading
-a study while another process writes it, and the Dash app's wiring (no browser)."""
+"""Unit tests for autotune.views.dashboard: the recommendation at a tolerance, clicking a point,
+reading a study while another process writes it, and the Dash app's wiring (no browser)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,13 @@ import pytest
 import sqlalchemy.exc
 from click.testing import CliRunner
 
-import autotune.dashboard
+import autotune.views.dashboard
 from autotune.cli import error_message, main
 from autotune.config import TrialConfig
-from autotune.dashboard import (
+from autotune.exceptions import ConfigError
+from autotune.store.records import StudyRecords, load_records
+from autotune.study import Study, load_study
+from autotune.views.dashboard import (
     BUSY_NOTE,
     CLICK_PROMPT,
     Dashboard,
@@ -28,10 +31,7 @@ from autotune.dashboard import (
     records_stamp,
     selection_info,
 )
-from autotune.exceptions import ConfigError
-from autotune.records import StudyRecords, load_records
-from autotune.report import PARETO_TRACE, recommendation_info
-from autotune.study import Study, load_study
+from autotune.views.report import PARETO_TRACE, recommendation_info
 from tests.support.demo_study import (
     PARETO,
     PRUNED,
@@ -310,7 +310,7 @@ def test_a_busy_storage_keeps_the_last_records(board: Dashboard, monkeypatch) ->
     def busy(*args, **kwargs):
         raise sqlalchemy.exc.OperationalError("SELECT", {}, Exception("database is locked"))
 
-    monkeypatch.setattr(autotune.dashboard, "read_records", busy)
+    monkeypatch.setattr(autotune.views.dashboard, "read_records", busy)
     stamp, note, _ = board.on_interval(5, board.stamp)
 
     assert board.records is before
@@ -321,7 +321,7 @@ def test_a_busy_storage_keeps_the_last_records(board: Dashboard, monkeypatch) ->
     def internal(*args, **kwargs):
         raise optuna.exceptions.StorageInternalError("An exception is raised during the commit.")
 
-    monkeypatch.setattr(autotune.dashboard, "read_records", internal)
+    monkeypatch.setattr(autotune.views.dashboard, "read_records", internal)
     assert board.on_interval(6, board.stamp)[1].startswith(BUSY_NOTE)
     monkeypatch.undo()
     assert board.on_interval(7, board.stamp)[1].startswith("read ")
@@ -415,7 +415,7 @@ def _strings(value: object) -> list[str]:
 
 
 def test_page_title_is_html_escaped() -> None:
-    from autotune.dashboard import page_title
+    from autotune.views.dashboard import page_title
 
     assert page_title("</title><script>x</script>") == (
         "autotune: &lt;/title&gt;&lt;script&gt;x&lt;/script&gt;"
@@ -472,21 +472,26 @@ def test_figures_of_a_hostile_study_escape_every_stored_string(hostile: DemoStud
     ],
 )
 def test_split_host_header(header: str, expected: tuple[str, int | None]) -> None:
-    from autotune.dashboard_hosts import split_host_header
+    from autotune.views._dashboard_hosts import split_host_header
 
     assert split_host_header(header) == expected
 
 
 @pytest.mark.parametrize("header", ["", "::1", "localhost:x", "a:99999", "me@evil:80", "a/b:80"])
 def test_split_host_header_refuses_what_no_browser_sends(header: str) -> None:
-    from autotune.dashboard_hosts import split_host_header
+    from autotune.views._dashboard_hosts import split_host_header
 
     with pytest.raises(ValueError):
         split_host_header(header)
 
 
 def test_allowed_hosts_and_the_loopback_rule() -> None:
-    from autotune.dashboard_hosts import LOOPBACK_NAMES, allowed_hosts, host_allowed, is_loopback
+    from autotune.views._dashboard_hosts import (
+        LOOPBACK_NAMES,
+        allowed_hosts,
+        host_allowed,
+        is_loopback,
+    )
 
     local = allowed_hosts("127.0.0.1")
     lan = allowed_hosts("192.0.2.7", extra=["Board.example"])
@@ -532,7 +537,7 @@ def test_requests_naming_another_host_get_400(
 
 
 def test_exposure_warning_only_beyond_loopback() -> None:
-    from autotune.dashboard import exposure_warning
+    from autotune.views.dashboard import exposure_warning
 
     assert exposure_warning("127.0.0.1", 8050) is None
     assert exposure_warning("localhost", 8050) is None

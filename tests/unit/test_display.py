@@ -1,6 +1,6 @@
-"""Unit tests for autotune.display: the input verdict, profile and recompilation in the lines of
-``autotune run``, the table of ``autotune status`` and the output of ``autotune trial``, rendered
-to text (no TensorFlow)."""
+"""Unit tests for autotune.views.terminal: the input verdict, profile and recompilation in the
+lines of ``autotune run``, the table of ``autotune status`` and the output of ``autotune trial``,
+rendered to text (no TensorFlow)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,10 @@ import pytest
 from rich.console import Console
 
 from autotune.config import RunSettings, TrialConfig
-from autotune.display import (
+from autotune.result import RunResult
+from autotune.store.records import TrialRow, profile_fields, profile_reruns
+from autotune.store.schema import PROFILE_RERUN_PREFIX
+from autotune.views.terminal import (
     RECOMPILED,
     breakdown_table,
     profile_line,
@@ -20,9 +23,6 @@ from autotune.display import (
     trials_table,
     verdict_of,
 )
-from autotune.records import TrialRow, profile_fields, profile_reruns
-from autotune.result import RunResult
-from autotune.schema import PROFILE_RERUN_PREFIX
 from tests.support.fake_trials import (
     ABLATION_INPUT,
     XPROF_STATEMENT,
@@ -271,7 +271,7 @@ def render_raw(*things: object) -> str:
 
 @pytest.mark.parametrize("text", HOSTILE)
 def test_safe_prints_data_as_it_is_with_control_codes_made_visible(text: str) -> None:
-    from autotune.display import plain, safe
+    from autotune.views.terminal import plain, safe
 
     shown = render(f"[bold]{safe(text)}[/]").rstrip("\n")
 
@@ -323,8 +323,8 @@ def test_trials_table_and_profile_line_with_markup_in_errors_and_paths() -> None
 
 
 def test_show_failure_prints_message_and_log_tail_as_text() -> None:
-    from autotune.display import show_failure
     from autotune.exceptions import TrialFailure
+    from autotune.views.terminal import show_failure
 
     out = console()
     show_failure(out, TrialFailure("exception", MESSAGE, f"Traceback\n{MESSAGE}\n"))
@@ -336,8 +336,8 @@ def test_show_failure_prints_message_and_log_tail_as_text() -> None:
 
 
 def test_show_result_and_show_recipe_print_stored_strings_as_text() -> None:
-    from autotune.display import show_recipe
     from autotune.recipe import Recipe
+    from autotune.views.terminal import show_recipe
 
     result = dataclasses.replace(
         result_of(XLA),

@@ -127,7 +127,7 @@ def test_arguments_a_message_mentions_are_shown_as_their_flags_by_the_cli():
 
 
 def test_storage_errors_name_no_flag():
-    from autotune.storage import check_url
+    from autotune.store.storage import check_url
 
     with pytest.raises(ConfigError) as info:
         check_url("redis://host/0")

@@ -60,22 +60,22 @@ def light_modules() -> list[str]:
 #: Modules that must be among :func:`light_modules` (a rename or a move fails loudly here).
 NAMED_LIGHT = (
     "autotune",
-    "autotune.schema",
-    "autotune.records",
-    "autotune.storage",
+    "autotune.store.schema",
+    "autotune.store.records",
+    "autotune.store.storage",
     "autotune.study",
     "autotune.study.study",
     "autotune.space",
     "autotune.config",
     "autotune.fidelity",
     "autotune.measure",
-    "autotune.profile",
+    "autotune.analysis.profile",
     "autotune.recipe",
     "autotune.result",
-    "autotune.display",
+    "autotune.views.terminal",
     "autotune.cli",
-    "autotune.report",
-    "autotune.dashboard",
+    "autotune.views.report",
+    "autotune.views.dashboard",
     "autotune.trial",
 )
 
@@ -119,19 +119,19 @@ CASES: dict[str, Case] = {
         "import autotune.measure"
     ),
     "import the study modules": Case(
-        "import autotune.fidelity, autotune.recipe, autotune.space, autotune.storage\n"
+        "import autotune.fidelity, autotune.recipe, autotune.space, autotune.store.storage\n"
         "import autotune.study"
     ),
     # Beyond importing: reading a stored study, analysing a profile, the read-only commands.
     "load_records": Case(
-        "from autotune.records import load_records\n"
+        "from autotune.store.records import load_records\n"
         "records = load_records({storage!r})\n"
         "assert records.pareto()",
         forbidden=TF_AND_PLOTTING,
     ),
     "analyse a profile": Case(
-        "from autotune.profile import analyse\n"
-        "import autotune.recompilation\n"
+        "from autotune.analysis.profile import analyse\n"
+        "import autotune.analysis.recompilation\n"
         "summary = analyse({profile!r})\n"
         "assert summary.steps > 0, summary"
     ),

@@ -1,4 +1,4 @@
-"""autotune.log_folders: a study's log folder is a safe, unique key inside the log root."""
+"""autotune.store.log_folders: a study's log folder is a safe, unique key inside the log root."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from autotune.log_folders import (
+from autotune.store.log_folders import (
     HASH_CHARS,
     LOG_FOLDER,
     SLUG_CHARS,

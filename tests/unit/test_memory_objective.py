@@ -15,10 +15,10 @@ from autotune.cli import main
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import ConfigError
 from autotune.objectives import check_memory_limit, parse_objectives, peak_memory_bytes
-from autotune.records import load_records, pareto_front
-from autotune.report import MEMORY_FIGURE_ID, MEMORY_FRONT_TRACE, memory_info, render_report
+from autotune.store.records import load_records, pareto_front
 from autotune.study import Study
-from autotune.study_json import study_json
+from autotune.views.report import MEMORY_FIGURE_ID, MEMORY_FRONT_TRACE, memory_info, render_report
+from autotune.views.study_json import study_json
 from tests.support.demo_study import write_experiment
 from tests.support.fake_trials import SPACE, memory_of
 from tests.support.memory_study import (
@@ -102,7 +102,7 @@ def test_the_baseline_bounds_the_three_objective_front() -> None:
 
 def _row(number: int, speed: float, memory: float):  # type: ignore[no-untyped-def]
     from autotune.measure import Estimate
-    from autotune.records import TrialRow
+    from autotune.store.records import TrialRow
 
     return TrialRow(
         number=number,
@@ -177,7 +177,7 @@ def test_a_two_objective_report_has_no_memory_view(tmp_path: Path) -> None:
 
 def test_the_dashboard_draws_the_memory_view(memory_study: Study) -> None:
     pytest.importorskip("dash")
-    from autotune.dashboard import Dashboard
+    from autotune.views.dashboard import Dashboard
 
     dashboard = Dashboard(memory_study.storage_url, memory_study.name)
     figure = dashboard.memory()
@@ -191,7 +191,7 @@ def test_the_dashboard_draws_the_memory_view(memory_study: Study) -> None:
 
 def test_the_dashboard_recommends_within_a_typed_memory_limit(memory_study: Study) -> None:
     pytest.importorskip("dash")
-    from autotune.dashboard import Dashboard
+    from autotune.views.dashboard import Dashboard
 
     dashboard = Dashboard(memory_study.storage_url, memory_study.name)
     tolerance = dashboard.records.tolerance
@@ -212,7 +212,7 @@ def test_the_dashboard_recommends_within_a_typed_memory_limit(memory_study: Stud
 
 def test_a_click_in_the_memory_view_selects_its_trial(memory_study: Study) -> None:
     pytest.importorskip("dash")
-    from autotune.dashboard import MEMORY_GRAPH, PARETO_GRAPH, Dashboard
+    from autotune.views.dashboard import MEMORY_GRAPH, PARETO_GRAPH, Dashboard
 
     dashboard = Dashboard(memory_study.storage_url, memory_study.name)
     on_pareto = {"points": [{"customdata": f"trial:{XLA}"}]}
@@ -227,7 +227,7 @@ def test_a_two_objective_dashboard_hides_the_memory_view_and_ignores_a_limit(
     tmp_path: Path,
 ) -> None:
     pytest.importorskip("dash")
-    from autotune.dashboard import Dashboard
+    from autotune.views.dashboard import Dashboard
 
     study = run_study(tmp_path, None)
     dashboard = Dashboard(study.storage_url, study.name)
@@ -280,7 +280,7 @@ def test_the_cli_takes_objectives_and_a_memory_limit(memory_study: Study, tmp_pa
 def test_the_terminal_shows_peak_memory_in_a_memory_study(memory_study: Study) -> None:
     from rich.console import Console
 
-    from autotune.display import trial_line, trials_table
+    from autotune.views.terminal import trial_line, trials_table
 
     rows = load_records(memory_study.storage_url, memory_study.name).trials
     assert "peak 214 MiB" in trial_line(rows[XLA], memory=True)
@@ -302,7 +302,7 @@ def test_a_two_objective_status_has_no_memory_column(tmp_path: Path) -> None:
 
 
 def test_parameter_importance_covers_the_memory_objective(memory_study: Study) -> None:
-    from autotune.report import importance_info
+    from autotune.views.report import importance_info
 
     info = importance_info(load_records(memory_study.storage_url, memory_study.name))
     assert list(info.importances) == ["throughput", "fidelity", "memory"], info.note

@@ -23,7 +23,7 @@ import pytest
 from optuna.storages import RDBStorage
 from optuna.trial import TrialState
 
-from autotune.records import load_records
+from autotune.store.records import load_records
 from autotune.study import Study
 from autotune.study.optuna_tools import (
     BASELINE_SUMMARY_KEY,

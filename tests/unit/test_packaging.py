@@ -2,7 +2,8 @@
 of autotune, the bundled experiments and the bundled search spaces, and the command; and every
 package autotune imports is one pyproject.toml declares.
 
-The wheel is built from a copy of pyproject.toml, README.md and autotune/ in a temporary folder
+The wheel is built from a copy of pyproject.toml, README.md, autotune/ and search_spaces/ (the
+bundled spaces, shipped as ``autotune/bundled/spaces/``) in a temporary folder
 (setuptools writes build/ and *.egg-info beside the sources, and packs whatever a stale build/lib
 holds), without build isolation, so nothing is downloaded. It skips only when the installed
 setuptools cannot build this project (missing, or older than the SPDX ``license`` string needs).
@@ -38,7 +39,7 @@ SETUPTOOLS_MIN = "77"
 
 def _package_files() -> set[str]:
     """The files under autotune/ a wheel must hold (Python modules and package data), as
-    wheel paths such as ``autotune/bundled/spaces/quick.toml``."""
+    wheel paths such as ``autotune/views/report/page.py``."""
     return {
         path.relative_to(ROOT).as_posix()
         for path in PACKAGE.rglob("*")
@@ -53,6 +54,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, source / name)
     shutil.copytree(PACKAGE, source / "autotune", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "search_spaces", source / "search_spaces")
     out = tmp_path_factory.mktemp("wheel")
     build = (
         "import sys, setuptools.build_meta as backend\nprint(backend.build_wheel(sys.argv[1]))\n"
@@ -84,7 +86,9 @@ def test_the_wheel_holds_every_subpackage(wheel) -> None:
         init.parent.relative_to(ROOT).as_posix() for init in PACKAGE.rglob("__init__.py")
     )
 
-    assert {"autotune", "autotune/study", "autotune/trial", "autotune/report"} <= set(subpackages)
+    assert {"autotune", "autotune/study", "autotune/trial", "autotune/views/report"} <= set(
+        subpackages
+    )
     assert "autotune/bundled" in subpackages
     assert [p for p in subpackages if f"{p}/__init__.py" not in names] == []
 

@@ -1,4 +1,4 @@
-"""Unit tests for autotune.placement: core sets, GPUs, and the host's claims on them."""
+"""Unit tests for autotune.study.placement: core sets, GPUs, and the host's claims on them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from autotune.exceptions import ConfigError, StudyError
-from autotune.placement import (
+from autotune.study.placement import (
     HostClaim,
     Placement,
     format_cpus,
@@ -139,7 +139,7 @@ def test_a_claim_ends_with_its_process(tmp_path):
         [
             sys.executable,
             "-c",
-            "import sys, time; from autotune.placement import HostClaim, Placement\n"
+            "import sys, time; from autotune.study.placement import HostClaim, Placement\n"
             "with HostClaim(Placement(cpus=(0,)), 'held'):\n"
             "    print('held', flush=True); time.sleep(60)",
         ],
@@ -164,7 +164,7 @@ def test_a_claim_ends_with_its_process(tmp_path):
 def test_applying_a_placement_pins_the_process_and_its_children():
     child = "import os; print(sorted(os.sched_getaffinity(0)), os.environ['CUDA_VISIBLE_DEVICES'])"
     code = (
-        "import subprocess, sys; from autotune.placement import Placement\n"
+        "import subprocess, sys; from autotune.study.placement import Placement\n"
         "Placement(cpus=(0,), device='7').apply()\n"
         f"print(subprocess.run([sys.executable, '-c', {child!r}], capture_output=True, "
         "text=True).stdout)"

@@ -1,4 +1,5 @@
-"""Unit tests for autotune.profile: XProf's tools read into a step-time breakdown and a verdict.
+"""Unit tests for autotune.analysis.profile: XProf's tools read into a step-time breakdown and a
+verdict.
 
 The two fixtures are real TensorBoard profiles (XSpace) that autotune's runner captured from tiny
 Keras models on a CPU: ``compute_bound`` (a wide MLP, about 2% of each step waiting for input)
@@ -13,9 +14,7 @@ from typing import Any
 
 import pytest
 
-from autotune.exceptions import ConfigError
-from autotune.measure import INPUT_BOUND_THRESHOLDS
-from autotune.profile import (
+from autotune.analysis.profile import (
     BREAKDOWN_COMPONENTS,
     CPU_ONLY,
     PROFILE_MODES,
@@ -29,6 +28,8 @@ from autotune.profile import (
     summarize_tools,
     xspace_files,
 )
+from autotune.exceptions import ConfigError
+from autotune.measure import INPUT_BOUND_THRESHOLDS
 from tests.support.profiles import SESSION, unpack_profile
 
 

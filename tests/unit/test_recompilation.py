@@ -1,4 +1,4 @@
-"""Unit tests for autotune.recompilation: XLA recompiling during the timed windows."""
+"""Unit tests for autotune.analysis.recompilation: XLA recompiling during the timed windows."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from autotune.recompilation import COMPILE_SHARE, MEDIAN_FACTOR, Recompilation, detect
+from autotune.analysis.recompilation import COMPILE_SHARE, MEDIAN_FACTOR, Recompilation, detect
 
 STEP = 0.004  # a 4 ms training step
 SPIKE = 0.3  # a 300 ms recompilation

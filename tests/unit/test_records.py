@@ -1,6 +1,6 @@
-"""Unit tests for autotune.records: a stored study (made with a fake runner) read into plain rows
-without loading the experiment, Plotly or TensorFlow (the last two checked, in a fresh process, by
-test_import_boundaries.py)."""
+"""Unit tests for autotune.store.records: a stored study (made with a fake runner) read into plain
+rows without loading the experiment, Plotly or TensorFlow (the last two checked, in a fresh
+process, by test_import_boundaries.py)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import pytest
 from autotune.cli import error_message
 from autotune.config import TrialConfig
 from autotune.exceptions import ConfigError
-from autotune.log_folders import default_log_root
 from autotune.measure import Estimate
 from autotune.recipe import Recipe
-from autotune.records import (
+from autotune.store.log_folders import default_log_root
+from autotune.store.records import (
     STEP_BREAKDOWN_COMPONENTS,
     StudyRecords,
     TrialRow,
@@ -32,8 +32,8 @@ from autotune.records import (
     step_breakdown,
     verdict_text,
 )
-from autotune.schema import PROFILE_RERUN_PREFIX
-from autotune.storage import open_storage
+from autotune.store.schema import PROFILE_RERUN_PREFIX
+from autotune.store.storage import open_storage
 from autotune.study import Study, load_study
 from tests.support.demo_study import (
     DOMINATED,
@@ -345,7 +345,7 @@ def test_read_records_reuses_an_open_storage(demo: DemoStudy) -> None:
 
 def test_the_baseline_dominates_every_trial_not_faster_than_it() -> None:
     from autotune.measure import Estimate
-    from autotune.records import TrialRow, pareto_front
+    from autotune.store.records import TrialRow, pareto_front
 
     def row(number: int, rate: float, fidelity: float) -> TrialRow:
         return TrialRow(
@@ -365,7 +365,7 @@ def test_the_baseline_dominates_every_trial_not_faster_than_it() -> None:
 
 def test_step_breakdown_comes_from_the_input_ablation() -> None:
     from autotune.measure import Estimate, InputAblation
-    from autotune.records import step_breakdown
+    from autotune.store.records import step_breakdown
 
     def estimate(median: float) -> Estimate:
         return Estimate(median, median, median, 0.97, 7)

@@ -1,5 +1,5 @@
-"""Replaying searches against a measured grid (autotune.replay), and what the replay proves about
-the study's search: stopped trials steer the sampler away, not towards. No TensorFlow."""
+"""Replaying searches against a measured grid (autotune.study.replay), and what the replay proves
+about the study's search: stopped trials steer the sampler away, not towards. No TensorFlow."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import autotune.study.scoring as scoring
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import ConfigError, TrialFailure
-from autotune.replay import (
+from autotune.study.replay import (
     Grid,
     GridEntry,
     TableRunner,

@@ -1,4 +1,4 @@
-"""Unit tests for autotune.report: every figure's data function on a stored fake study, the
+"""Unit tests for autotune.views.report: every figure's data function on a stored fake study, the
 drawings' key traces, the self-contained HTML file and the ``autotune report`` command."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import autotune
 from autotune.cli import error_message, main
 from autotune.exceptions import ConfigError
 from autotune.recipe import Recipe
-from autotune.records import StudyRecords, load_records
-from autotune.report import (
+from autotune.store.records import StudyRecords, load_records
+from autotune.views.report import (
     ABLATION_NOTE,
     BASELINE_POINT,
     COMPONENT_LABELS,
@@ -601,9 +601,9 @@ def test_data_functions_work_without_plotly(demo: DemoStudy) -> None:
         f"""
         import sys
         sys.modules["plotly"] = None  # as if Plotly were not installed
-        from autotune import report
+        from autotune.views import report
         from autotune.exceptions import ConfigError
-        from autotune.records import load_records
+        from autotune.store.records import load_records
         records = load_records({demo.storage!r})
         assert [p.number for p in report.pareto_info(records).pareto] == {PARETO!r}
         report.curves_info(records); report.breakdown_info(records)

@@ -74,9 +74,10 @@ def test_bundled_space_loads_by_path(name):
     assert resolve_space(str(path)) == resolve_space(name)
 
 
-def test_bundled_space_folder_is_inside_the_package():
+def test_bundled_space_folder_is_the_top_level_search_spaces():
+    # A checkout's spaces; the wheel ships the same files inside the package (test_packaging.py).
     package = Path(autotune.__file__).resolve().parent
-    assert package / "bundled" / "spaces" == BUNDLED_SPACES
+    assert package.parent / "search_spaces" == BUNDLED_SPACES
     assert BUNDLED_SPACES.is_dir()
     assert sorted(p.stem for p in BUNDLED_SPACES.glob("*.toml")) == sorted(BUNDLED)
 

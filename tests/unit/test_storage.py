@@ -1,4 +1,5 @@
-"""Unit tests for autotune.storage: URL checks, opening SQLite storage, picking a study name."""
+"""Unit tests for autotune.store.storage: URL checks, opening SQLite storage, picking a study
+name."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from autotune.cli import error_message
 from autotune.exceptions import ConfigError
-from autotune.storage import (
+from autotune.store.storage import (
     DEFAULT_STORAGE,
     GRACE_SECONDS,
     HEARTBEAT_SECONDS,

@@ -34,13 +34,13 @@ import autotune
 import autotune.study.recovery
 from autotune.cli import error_message
 from autotune.config import RunSettings, TrialConfig
-from autotune.display import trial_line
 from autotune.exceptions import ConfigError, TrialFailure
 from autotune.fidelity import MIN_NOISE_FLOOR
-from autotune.log_folders import default_log_root
-from autotune.records import TrialRow
 from autotune.result import RunResult
-from autotune.schema import (
+from autotune.space import IntRange, SearchSpace, choices
+from autotune.store.log_folders import default_log_root
+from autotune.store.records import TrialRow
+from autotune.store.schema import (
     BASELINE_KEY,
     CONFIRMATION_KEY,
     CURVE_FROM_ATTR,
@@ -49,9 +49,9 @@ from autotune.schema import (
     MISMATCHES_KEY,
     OBJECTIVES,
 )
-from autotune.space import IntRange, SearchSpace, choices
-from autotune.storage import open_storage
+from autotune.store.storage import open_storage
 from autotune.study import Study, StudyError, load_study
+from autotune.views.terminal import trial_line
 from tests.support.fake_trials import (
     BASE_BATCH,
     BASE_SPEED,
@@ -1335,7 +1335,7 @@ def test_a_young_running_trial_without_a_worker_record_is_left_alone(make_study)
 
 def profiled_result(config, settings):
     """fake_result, with a profile read from ``settings.profile_dir`` when one is asked for."""
-    from autotune.profile import ProfileSummary
+    from autotune.analysis.profile import ProfileSummary
 
     result = fake_result(config, settings)
     if settings.profile_dir is None or not settings.measure_throughput:

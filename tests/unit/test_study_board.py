@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from autotune.config import RunSettings, TrialConfig
-from autotune.log_folders import default_log_root
-from autotune.records import StudyRecords
+from autotune.store.log_folders import default_log_root
+from autotune.store.records import StudyRecords
 from autotune.study import board
 from tests.support.demo_study import FAILED, PRUNED, REPEATS, DemoStudy
 from tests.support.fake_trials import fake_result

@@ -1,4 +1,4 @@
-"""The study as TensorBoard runs (autotune.tensorboard_log), read back with TensorBoard's own
+"""The study as TensorBoard runs (autotune.study.tensorboard_log), read back with TensorBoard's own
 readers: the event multiplexer and the HParams plugin's request handlers (in a fresh interpreter,
 tests.support.tensorboard_reader), and the raw records here. No TensorFlow anywhere."""
 
@@ -19,7 +19,7 @@ from tensorboard.plugins.hparams import metadata as hparams_metadata
 from autotune.config import TrialConfig
 from autotune.result import CurvePoint
 from autotune.space import Choice, IntRange, SearchSpace
-from autotune.tensorboard_log import (
+from autotune.study.tensorboard_log import (
     FIDELITY_TAG,
     THROUGHPUT_TAG,
     VALIDATION_LOSS_TAG,

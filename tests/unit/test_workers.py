@@ -18,9 +18,9 @@ import pytest
 
 from autotune import hardware
 from autotune.exceptions import ConfigError, StudyError
-from autotune.placement import Placement
-from autotune.schema import TARGET_KEY
+from autotune.store.schema import TARGET_KEY
 from autotune.study import Study
+from autotune.study.placement import Placement
 from autotune.study.workers import join, set_target, target_of, worker_arguments, worker_seed
 from tests.support.demo_study import write_experiment
 from tests.support.fake_trials import SPACE
@@ -158,7 +158,7 @@ def test_a_worker_on_fewer_cores_than_the_study_is_refused(tmp_path):
     command = [
         sys.executable,
         "-c",
-        "import sys; from autotune.study.workers import join; from autotune.placement import "
+        "import sys; from autotune.study.workers import join; from autotune.study.placement import "
         f"Placement; join({storage!r}, {STUDY!r}, placement=Placement(cpus=(0,)))",
     ]
 

@@ -1,0 +1,164 @@
+"""Which of a confirmed winner's settings carry its speed-up, and the minimal recipe.
+
+A search reports whatever values its trials happened to draw: a winner may set ``prefetch=1``
+or ``shuffle_buffer=4096`` for no measurable reason, and a recipe should not tell a user to change
+what does not matter. So each setting in which the winner differs from the baseline is reverted
+alone (the winner with that one setting at the baseline's value) and measured head to head with
+the winner, round by round in fresh processes. A setting **carries** the speed-up when reverting
+it is slower beyond noise (the paired ratio reverted/winner lies wholly below 1); otherwise its
+effect is within noise and the minimal recipe keeps the baseline's value for it. The minimal
+recipe is then confirmed against the baseline like any candidate before it is recommended (see
+:mod:`autotune.analysis.head_to_head`). No TensorFlow here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from autotune.config import THREAD_SETTINGS, TrialConfig
+from autotune.measure import Estimate, summarize
+
+#: The performance settings of a configuration, in the order they are reported.
+SETTINGS = (
+    "batch_size",
+    "precision",
+    "jit_compile",
+    "prefetch",
+    "num_parallel_calls",
+    "shuffle_buffer",
+    "steps_per_execution",
+    *THREAD_SETTINGS,
+    "backend",
+)
+#: Settings that change how fast steps run, never which examples they see or in what order: the
+#: map is deterministic at any parallelism, prefetch only buffers (:mod:`autotune.trial.pipeline`)
+#: and a trial's curve is trained one step per call whatever ``steps_per_execution`` is
+#: (:mod:`autotune.trial.runner`). Configurations that differ in these alone train the same
+#: curve (the study trains it once: :func:`autotune.study.prediction.learning_twin`).
+CURVE_NEUTRAL = ("prefetch", "num_parallel_calls", "steps_per_execution")
+
+
+def changed_settings(config: TrialConfig, baseline: TrialConfig) -> tuple[str, ...]:
+    """The settings in which ``config`` differs from ``baseline``, in :data:`SETTINGS` order.
+
+    On the JAX backend ``jit_compile`` is not a setting of its own (JAX trains through
+    ``jax.jit``): a JAX configuration against a TensorFlow one differs in ``backend`` there."""
+    tied = config.backend == "jax" and baseline.backend != "jax"
+    return tuple(
+        s
+        for s in SETTINGS
+        if getattr(config, s) != getattr(baseline, s) and not (tied and s == "jit_compile")
+    )
+
+
+def reverted(config: TrialConfig, baseline: TrialConfig, *settings: str) -> TrialConfig:
+    """``config`` with ``settings`` at the baseline's values. A JAX configuration's backend
+    reverted keeps its XLA compilation (TensorFlow with ``jit_compile``), so the backend alone
+    changes."""
+    return dataclasses.replace(config, **{s: getattr(baseline, s) for s in settings})
+
+
+def same_curve(a: TrialConfig, b: TrialConfig) -> bool:
+    """Whether ``a`` and ``b`` train the same curve (they differ only in curve-neutral settings)."""
+    return all(s in CURVE_NEUTRAL for s in changed_settings(a, b))
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """The winner and each of its one-setting reversions, measured head to head.
+
+    Attributes:
+        trial: the winning trial.
+        settings: the settings in which it differs from the baseline.
+        winner_samples_per_second: the winner's median throughput in each round.
+        reverted_samples_per_second: each reversion's median throughput in each round.
+        failed: settings whose reversion failed to run (they carry the speed-up: the winner
+            cannot do without them).
+    """
+
+    trial: int
+    settings: tuple[str, ...]
+    winner_samples_per_second: tuple[float, ...] = ()
+    reverted_samples_per_second: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    failed: tuple[str, ...] = ()
+
+    @property
+    def completed_rounds(self) -> int:
+        return len(self.winner_samples_per_second)
+
+    def ratio(self, setting: str) -> Estimate | None:
+        """samples/s with ``setting`` reverted over the winner's, paired by round (median and
+        interval); None before a round."""
+        runs = self.reverted_samples_per_second.get(setting, ())
+        if setting in self.failed or not runs or len(runs) != self.completed_rounds:
+            return None
+        return summarize([r / w for r, w in zip(runs, self.winner_samples_per_second, strict=True)])
+
+    def carries(self, setting: str) -> bool:
+        """Whether reverting ``setting`` is slower beyond noise (unmeasured: it carries)."""
+        ratio = self.ratio(setting)
+        return ratio is None or ratio.high < 1.0
+
+    def within_noise(self) -> tuple[str, ...]:
+        return tuple(s for s in self.settings if not self.carries(s))
+
+    def minimal(self, winner: TrialConfig, baseline: TrialConfig) -> TrialConfig:
+        """The winner with every setting whose effect is within noise at the baseline's value."""
+        return reverted(winner, baseline, *self.within_noise())
+
+    def describe(self) -> str:
+        """'carried by batch_size, precision; within noise: prefetch (reverted)'."""
+        carried = [s for s in self.settings if self.carries(s)]
+        text = f"carried by {', '.join(carried) or 'no one setting alone'}"
+        quiet = self.within_noise()
+        if quiet:
+            text += f"; within noise: {', '.join(quiet)}"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "trial": self.trial,
+            "settings": list(self.settings),
+            "winner_samples_per_second": list(self.winner_samples_per_second),
+            "reverted_samples_per_second": {
+                k: list(v) for k, v in self.reverted_samples_per_second.items()
+            },
+            "failed": list(self.failed),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Attribution:
+        return cls(
+            trial=int(data["trial"]),
+            settings=tuple(str(s) for s in data["settings"]),
+            winner_samples_per_second=tuple(float(v) for v in data["winner_samples_per_second"]),
+            reverted_samples_per_second={
+                str(k): tuple(float(x) for x in v)
+                for k, v in (data.get("reverted_samples_per_second") or {}).items()
+            },
+            failed=tuple(str(s) for s in data.get("failed", [])),
+        )
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Per setting: the reverted/winner ratio and whether the setting carries the speed-up."""
+        return [
+            {
+                "setting": s,
+                "ratio_when_reverted": (r.to_dict() if (r := self.ratio(s)) else None),
+                "carries": self.carries(s),
+            }
+            for s in self.settings
+        ]
+
+
+__all__ = [
+    "CURVE_NEUTRAL",
+    "SETTINGS",
+    "Attribution",
+    "changed_settings",
+    "reverted",
+    "same_curve",
+]

@@ -1,0 +1,330 @@
+"""Confirmation: the search's best candidates re-measured head to head with the baseline.
+
+A search takes the fastest of many noisy medians, which flatters the winner (the winner's curse),
+and calls a configuration feasible on one curve from one seed. So before anything is
+recommended, the top candidates (feasible Pareto trials, fastest first) and the baseline are
+measured again in fresh processes, interleaved round by round (A B C base, A B C base, ...), so
+that drift on a shared machine hits all of them alike. In each round r a candidate's speed-up is
+paired with that round's baseline::
+
+    ratio_r = candidate samples/s in round r / baseline samples/s in round r
+
+and its speed-up is the median of the ratios with the distribution-free order-statistic interval
+of :func:`autotune.measure.summarize` (6 rounds give [min, max] with 96.9% coverage; 5 would give
+93.8%). Each candidate's curve is also trained with more seeds; its fidelity is the mean over
+all its seeds (seed s against the baseline's seed s), reported with the range.
+
+The winner is the fastest candidate (by median ratio) whose whole ratio interval lies above 1
+and whose mean fidelity is within the tolerance; when there is none, the answer is that no
+configuration beat the baseline beyond noise. The winner's settings are then attributed
+(:mod:`autotune.analysis.attribution`): those whose effect is within noise go back to the baseline's
+values, and that minimal recipe is recommended once it is confirmed against the baseline the
+same way; otherwise the winner is. No TensorFlow here.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from autotune.analysis.attribution import Attribution
+from autotune.config import TrialConfig
+from autotune.measure import Estimate, summarize
+
+#: Candidates confirmed by default: the fastest feasible Pareto trials.
+DEFAULT_TOP = 3
+#: Head-to-head rounds by default (6: the smallest number whose [min, max] covers 95%).
+DEFAULT_ROUNDS = 6
+#: Extra curve seeds for each candidate (seed 0 is the search's own curve).
+EXTRA_SEEDS = (1, 2)
+CONFIRMATION_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One confirmed candidate.
+
+    Attributes:
+        trial: the search trial it comes from.
+        config: its configuration.
+        samples_per_second: its median throughput (samples/s) in each completed round.
+        fidelity: its fidelity distance by seed (seed 0 from the search; 1.0 = worse by as much
+            as a seed re-run differs).
+        failure: why it dropped out (a run failed), or None.
+    """
+
+    trial: int
+    config: TrialConfig
+    samples_per_second: tuple[float, ...] = ()
+    fidelity: Mapping[int, float] = field(default_factory=dict)
+    failure: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "trial": self.trial,
+            "config": self.config.to_dict(),
+            "samples_per_second": list(self.samples_per_second),
+            "fidelity": {str(seed): value for seed, value in sorted(self.fidelity.items())},
+            "failure": self.failure,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Candidate:
+        return cls(
+            trial=int(data["trial"]),
+            config=TrialConfig.from_dict(data["config"], source="stored confirmation"),
+            samples_per_second=tuple(float(v) for v in data.get("samples_per_second", [])),
+            fidelity={int(k): float(v) for k, v in (data.get("fidelity") or {}).items()},
+            failure=data.get("failure"),
+        )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What confirmation says of one candidate.
+
+    Attributes:
+        candidate: the candidate.
+        ratio: its paired speed-up over the baseline (median and interval), None when it has
+            no complete round.
+        fidelity_mean, fidelity_low, fidelity_high: mean and range over its seeds (None
+            without a curve).
+        text: "faster beyond noise", "within noise of the baseline", "slower than the
+            baseline", "over the fidelity tolerance" or "failed: ...".
+        eligible: whether it may be recommended.
+    """
+
+    candidate: Candidate
+    ratio: Estimate | None
+    fidelity_mean: float | None
+    fidelity_low: float | None
+    fidelity_high: float | None
+    text: str
+    eligible: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "trial": self.candidate.trial,
+            "config": self.candidate.config.to_dict(),
+            "ratio": self.ratio.to_dict() if self.ratio else None,
+            "fidelity": {
+                "mean": self.fidelity_mean,
+                "low": self.fidelity_low,
+                "high": self.fidelity_high,
+                "seeds": {str(k): v for k, v in sorted(self.candidate.fidelity.items())},
+            },
+            "samples_per_second": list(self.candidate.samples_per_second),
+            "verdict": self.text,
+        }
+
+
+def paired_ratio(candidate: Sequence[float], baseline: Sequence[float]) -> Estimate:
+    """The median of per-round ratios candidate/baseline (samples/s), with its order-statistic
+    confidence interval; the rounds are paired by position."""
+    if not candidate or len(candidate) != len(baseline):
+        raise ValueError(
+            "paired_ratio needs one baseline value per candidate round. Received: "
+            f"{len(candidate)} candidate and {len(baseline)} baseline values"
+        )
+    if any(b <= 0 for b in baseline):
+        raise ValueError(f"baseline samples/s must be > 0. Received: {list(baseline)}")
+    return summarize([c / b for c, b in zip(candidate, baseline, strict=True)])
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """The head-to-head confirmation of a study's top candidates.
+
+    Attributes:
+        rounds: rounds asked for.
+        seeds: the curve seeds every candidate is judged on (0 and the extra ones).
+        baseline_config: the baseline's configuration.
+        baseline_samples_per_second: the baseline's median throughput in each completed round.
+        candidates: the candidates, fastest (in the search) first.
+    """
+
+    rounds: int
+    seeds: tuple[int, ...]
+    baseline_config: TrialConfig
+    baseline_samples_per_second: tuple[float, ...] = ()
+    candidates: tuple[Candidate, ...] = ()
+    attribution: Attribution | None = None
+    minimal: Candidate | None = None
+    minimal_baseline_samples_per_second: tuple[float, ...] = ()
+    attribution_done: bool = False
+
+    @property
+    def completed_rounds(self) -> int:
+        return len(self.baseline_samples_per_second)
+
+    @property
+    def candidates_complete(self) -> bool:
+        """Every round ran, and every candidate still in has a fidelity for every seed."""
+        return self.completed_rounds >= self.rounds and all(
+            c.failure is not None or set(self.seeds) <= set(c.fidelity) for c in self.candidates
+        )
+
+    @property
+    def complete(self) -> bool:
+        """The candidates are confirmed and the winner's settings attributed (at once for a
+        confirmation without candidates: nothing feasible to confirm)."""
+        return not self.candidates or (self.candidates_complete and self.attribution_done)
+
+    def same_plan(self, trials: Sequence[int], rounds: int, seeds: Sequence[int]) -> bool:
+        """Whether this confirmation is of these candidate trials, rounds and seeds."""
+        return (
+            [c.trial for c in self.candidates] == list(trials)
+            and self.rounds == rounds
+            and self.seeds == tuple(seeds)
+        )
+
+    def verdict(self, candidate: Candidate, tolerance: float) -> Verdict:
+        """What the confirmation says of ``candidate`` at fidelity ``tolerance``."""
+        return self._judge(candidate, self.baseline_samples_per_second, tolerance)
+
+    def minimal_verdict(self, tolerance: float) -> Verdict | None:
+        """What the confirmation says of the minimal recipe (None when there is none)."""
+        if self.minimal is None:
+            return None
+        return self._judge(self.minimal, self.minimal_baseline_samples_per_second, tolerance)
+
+    def _judge(self, candidate: Candidate, baseline: Sequence[float], tolerance: float) -> Verdict:
+        ratio = None
+        if candidate.samples_per_second and len(candidate.samples_per_second) == len(baseline):
+            ratio = paired_ratio(candidate.samples_per_second, baseline)
+        values = [candidate.fidelity[s] for s in self.seeds if s in candidate.fidelity]
+        mean = statistics.fmean(values) if values else None
+        low, high = (min(values), max(values)) if values else (None, None)
+        if candidate.failure is not None:
+            text, eligible = f"failed: {candidate.failure}", False
+        elif ratio is None:
+            text, eligible = "not measured yet", False
+        elif mean is not None and mean > tolerance:
+            text, eligible = f"over the fidelity tolerance {tolerance:g}", False
+        elif ratio.low > 1.0:
+            text, eligible = "faster beyond noise", mean is not None
+        elif ratio.high < 1.0:
+            text, eligible = "slower than the baseline", False
+        else:
+            text, eligible = "within noise of the baseline", False
+        return Verdict(candidate, ratio, mean, low, high, text, eligible)
+
+    def verdicts(self, tolerance: float) -> list[Verdict]:
+        return [self.verdict(c, tolerance) for c in self.candidates]
+
+    def winner(self, tolerance: float) -> Verdict | None:
+        """The eligible candidate with the highest median ratio (the earlier trial on a tie),
+        or None: no candidate beat the baseline beyond noise within ``tolerance``."""
+        eligible = [v for v in self.verdicts(tolerance) if v.eligible and v.ratio is not None]
+        if not self.candidates_complete or not eligible:
+            return None
+        return max(eligible, key=lambda v: (v.ratio.median if v.ratio else 0, -v.candidate.trial))
+
+    def recommended(self, tolerance: float) -> Verdict | None:
+        """The :meth:`winner`, or its minimal recipe when that is confirmed too (faster than
+        the baseline beyond noise, mean fidelity within ``tolerance``); None until complete."""
+        winner = self.winner(tolerance)
+        if winner is None or not self.complete:
+            return None
+        minimal = self.minimal_verdict(tolerance)
+        attributed = (
+            self.attribution is not None and self.attribution.trial == winner.candidate.trial
+        )
+        if minimal is not None and minimal.eligible and attributed:
+            return minimal
+        return winner
+
+    def summary(self, tolerance: float) -> str:
+        """One sentence: the confirmed answer."""
+        if not self.candidates:
+            return "no feasible candidate to confirm; keep the baseline"
+        if not self.complete:
+            if self.candidates_complete:
+                return "confirmation unfinished (the winner's settings are not attributed yet)"
+            return f"confirmation unfinished ({self.completed_rounds} of {self.rounds} rounds)"
+        best = self.recommended(tolerance)
+        if best is None or best.ratio is None:
+            return (
+                f"no configuration beat the baseline beyond noise ({len(self.candidates)} "
+                f"candidate(s), {self.rounds} rounds head to head); keep the baseline"
+            )
+        ratio = best.ratio
+        what = f"trial {best.candidate.trial}"
+        if best.candidate is self.minimal:
+            what += f" with {', '.join(self._reverted())} at the baseline's value (minimal recipe)"
+        text = (
+            f"{what}: {ratio.median:.2f}x the baseline ({_coverage(ratio)} "
+            f"{ratio.low:.2f}-{ratio.high:.2f}, {self.rounds} rounds head to head), fidelity "
+            f"{best.fidelity_mean:.2f} over seeds {list(self.seeds)} (range "
+            f"{best.fidelity_low:.2f}-{best.fidelity_high:.2f})"
+        )
+        if self.attribution is not None and self.attribution.trial == best.candidate.trial:
+            text += f"; speed-up {self.attribution.describe()}"
+        return text
+
+    def _reverted(self) -> tuple[str, ...]:
+        return self.attribution.within_noise() if self.attribution is not None else ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": CONFIRMATION_FORMAT,
+            "rounds": self.rounds,
+            "seeds": list(self.seeds),
+            "baseline_config": self.baseline_config.to_dict(),
+            "baseline_samples_per_second": list(self.baseline_samples_per_second),
+            "candidates": [c.to_dict() for c in self.candidates],
+            "attribution": self.attribution.to_dict() if self.attribution else None,
+            "minimal": self.minimal.to_dict() if self.minimal else None,
+            "minimal_baseline_samples_per_second": list(self.minimal_baseline_samples_per_second),
+            "attribution_done": self.attribution_done,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Confirmation:
+        return cls(
+            rounds=int(data["rounds"]),
+            seeds=tuple(int(s) for s in data["seeds"]),
+            baseline_config=TrialConfig.from_dict(
+                data["baseline_config"], source="stored confirmation"
+            ),
+            baseline_samples_per_second=tuple(
+                float(v) for v in data.get("baseline_samples_per_second", [])
+            ),
+            candidates=tuple(Candidate.from_dict(c) for c in data.get("candidates", [])),
+            attribution=(
+                Attribution.from_dict(data["attribution"]) if data.get("attribution") else None
+            ),
+            minimal=Candidate.from_dict(data["minimal"]) if data.get("minimal") else None,
+            minimal_baseline_samples_per_second=tuple(
+                float(v) for v in data.get("minimal_baseline_samples_per_second", [])
+            ),
+            attribution_done=bool(data.get("attribution_done", False)),
+        )
+
+
+def _coverage(ratio: Estimate) -> str:
+    return f"{ratio.confidence:.0%} CI" if ratio.confidence < 0.95 else "95% CI"
+
+
+def _ratio_text(ratio: Estimate) -> str:
+    return f"{ratio.median:.2f}x ({_coverage(ratio)} {ratio.low:.2f}-{ratio.high:.2f})"
+
+
+def ratio_text(ratio: Estimate | None) -> str:
+    """'1.84x (95% CI 1.71-1.97)'; '-' for None."""
+    return "-" if ratio is None else _ratio_text(ratio)
+
+
+__all__ = [
+    "CONFIRMATION_FORMAT",
+    "DEFAULT_ROUNDS",
+    "DEFAULT_TOP",
+    "EXTRA_SEEDS",
+    "Candidate",
+    "Confirmation",
+    "Verdict",
+    "paired_ratio",
+    "ratio_text",
+]

@@ -1,0 +1,433 @@
+"""The ``autotune`` command. Errors become a one-line message and an exit code (see
+:mod:`autotune.cli._errors`): 2 for bad input, 1 for a failed trial."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import click
+from rich.console import Console
+
+from autotune.analysis.head_to_head import DEFAULT_ROUNDS, DEFAULT_TOP
+from autotune.analysis.profile import PROFILE_MODES
+from autotune.cli._errors import FLAGS, OneLineErrors, error_message, finite, handle_errors
+from autotune.cli._inputs import check_listen
+from autotune.cli._options import (
+    EXPERIMENT_ARGUMENT,
+    MAX_FIDELITY_OPTION,
+    MAX_MEMORY_OPTION,
+    OBJECTIVES_OPTION,
+    PLOTLY_JS_OPTION,
+    START_OPTION,
+    STORAGE_OPTION,
+    STUDY_OPTION,
+    quiet_optuna,
+    seed_option,
+)
+from autotune.cli.trial import trial
+from autotune.cli.workers import FinishedTrials, run_placements, run_worker_options, worker
+from autotune.fidelity import NoiseFloor
+from autotune.result import RunResult
+
+if TYPE_CHECKING:
+    from autotune.store.records import StudyRecords, TrialRow
+
+
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="autotune")
+def main() -> None:
+    """Find the fastest way to train a Keras model without changing what it learns."""
+
+
+@main.command()
+@EXPERIMENT_ARGUMENT
+@click.option(
+    "--space",
+    default="quick",
+    show_default=True,
+    help="Search-space TOML file, or a bundled space: quick, cpu, gpu, input, keras3.",
+)
+@STORAGE_OPTION
+@STUDY_OPTION
+@click.option(
+    "--trials",
+    "n_trials",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    help="Finished trials the study should hold in the end (the three baseline runs do "
+    "not count); running the same command again completes the remainder.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    callback=finite,
+    default=None,
+    help="Stop starting trials after this many seconds.",
+)
+@click.option(
+    "--tolerance",
+    type=click.FloatRange(min=0, min_open=True),
+    callback=finite,
+    default=1.5,
+    show_default=True,
+    help="Largest fidelity distance accepted, in units of the seed noise floor.",
+)
+@seed_option("Sampler seed.")
+@START_OPTION
+@click.option(
+    "--allow-mismatch",
+    is_flag=True,
+    help="Resume a study made with another experiment, space, tolerance or machine.",
+)
+@click.option(
+    "--profile",
+    type=click.Choice(PROFILE_MODES),
+    default="all",
+    show_default=True,
+    help="Profile one steady window of every trial (all), re-run the Pareto-front trials with "
+    "profiling at the end (pareto), or never (off). Profiles go to autotune_logs/<study>-<hash>/ "
+    "beside the database: tensorboard --logdir shows them.",
+)
+@click.option(
+    "--confirm-top",
+    type=click.IntRange(min=0),
+    default=DEFAULT_TOP,
+    show_default=True,
+    help="Confirm this many of the fastest feasible Pareto trials head to head with the "
+    "baseline before recommending one (0: recommend unconfirmed).",
+)
+@click.option(
+    "--confirm-rounds",
+    type=click.IntRange(min=2),
+    default=DEFAULT_ROUNDS,
+    show_default=True,
+    help="Interleaved rounds of the confirmation (fresh processes: candidates, then baseline).",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the study as JSON at the end (schema autotune.study/1; progress goes to stderr).",
+)
+@OBJECTIVES_OPTION
+@MAX_MEMORY_OPTION
+@run_worker_options
+@handle_errors
+def run(
+    experiment: str,
+    space: str,
+    storage: str,
+    study_name: str | None,
+    n_trials: int,
+    timeout: float | None,
+    tolerance: float,
+    seed: int,
+    start: str,
+    allow_mismatch: bool,
+    profile: str,
+    confirm_top: int,
+    confirm_rounds: int,
+    as_json: bool,
+    objectives: str | None,
+    max_memory: float | None,
+    workers: int,
+    devices: str | None,
+    cpus: str | None,
+    share_cores: bool,
+) -> None:
+    """Tune EXPERIMENT (default: the bundled digits CNN) and store the study in --storage.
+
+    EXPERIMENT: a bundled experiment (digits_cnn, tabular_mlp, transformer),
+    path/file.py[:name] or module:name.
+
+    With no arguments it tunes the bundled digits CNN with the quick space into ./autotune.db
+    in a few minutes on a 2-core CPU. The same command again resumes the study.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from autotune.study import Study
+    from autotune.study.workers import LocalWorkers, set_target
+    from autotune.views.terminal import (
+        baseline_line,
+        profile_line,
+        safe,
+        show_confirmation,
+        show_recipe,
+        trial_line,
+        trials_table,
+    )
+
+    quiet_optuna()
+    console = Console(stderr=as_json)
+    placements = run_placements(storage, workers, devices, cpus, share_cores)
+    study = Study(
+        experiment,
+        space,
+        storage,
+        study_name,
+        tolerance=tolerance,
+        seed=seed,
+        start=start,
+        allow_mismatch=allow_mismatch,
+        profile_mode=profile,
+        placement=placements[0],
+        objectives=objectives,
+    )
+    done = study.finished_count()
+    console.print(
+        f"study [bold]{safe(study.name)}[/] in {safe(storage)}: {done} of {n_trials} trials "
+        f"finished; space {safe(study.space.name)} ({study.space.size():,} configurations); "
+        f"{len(placements)} worker{'s' if len(placements) > 1 else ''} on "
+        + ", ".join(p.describe() for p in placements)
+    )
+    set_target(study, n_trials)
+    finished = FinishedTrials(study)
+    memory = "memory" in study.objectives
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        baseline_task = progress.add_task("baseline", total=3)
+
+        def on_baseline(seed: int, result: RunResult) -> None:
+            progress.console.print(baseline_line(seed, result))
+            progress.advance(baseline_task)
+
+        def on_wait() -> None:
+            progress.console.print("waiting for the baseline (another worker runs it)")
+
+        def on_trial(_row: TrialRow | None = None) -> None:  # every worker's, as they finish
+            for row in finished.new():
+                progress.console.print(trial_line(row, memory))
+            progress.update(trials_task, completed=min(study.finished_count(), n_trials))
+
+        def on_profile(number: int, entry: dict[str, Any]) -> None:
+            progress.console.print(profile_line(number, entry))
+
+        study.ensure_baseline(on_run=on_baseline, on_wait=on_wait)
+        progress.update(baseline_task, completed=3, visible=False)
+        floor = study.baseline().get("noise_floor")
+        if floor:
+            noise = NoiseFloor.from_dict(floor)
+            progress.console.print(f"seed noise floor: {noise.describe()}")
+        trials_task = progress.add_task("trials", total=n_trials, completed=min(done, n_trials))
+        with LocalWorkers(study, placements[1:], seed) as local:  # after the baseline
+            study.add_listener(on_trial)
+            study.on_profile(on_profile)
+            study.optimize(n_trials=n_trials, timeout=timeout)
+        on_trial()
+        for line in local.failures():
+            progress.console.print(safe(line), style="red")
+        front = study.pareto_front()
+        if front:
+            progress.console.print(
+                trials_table(front, "Pareto front (feasible trials)", console.width)
+            )
+        confirm_task = progress.add_task(
+            "confirmation", total=confirm_rounds * (min(len(front), confirm_top) + 1)
+        )
+
+        def on_confirm(line: str) -> None:
+            progress.console.print(f"confirm {safe(line)}")
+            if line.startswith("round "):
+                progress.advance(confirm_task)
+
+        confirmation = study.confirm(
+            confirm_top, confirm_rounds, on_progress=on_confirm, max_memory_mib=max_memory
+        )
+    if confirmation is not None:
+        show_confirmation(console, confirmation, study.tolerance)
+    show_recipe(console, study.best(max_memory_mib=max_memory))
+    if as_json:
+        _print_json(_read(study.storage_url, study.name))
+
+
+def _print_json(records: StudyRecords) -> None:
+    from autotune.views.study_json import study_json
+
+    click.echo(json.dumps(study_json(records), indent=2, sort_keys=True))
+
+
+def _read(storage: str, study_name: str | None) -> StudyRecords:
+    """The stored study, read from the storage alone: no experiment is imported, no user code
+    runs and TensorFlow is not loaded, so a shared or moved database is safe to open."""
+    from autotune.store.records import load_records
+
+    quiet_optuna()
+    return load_records(storage, study_name)
+
+
+@main.command()
+@STORAGE_OPTION
+@STUDY_OPTION
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the study as JSON (schema autotune.study/1)."
+)
+@handle_errors
+def status(storage: str, study_name: str | None, as_json: bool) -> None:
+    """Show a stored study: baseline, noise floor and every trial (reads the storage only)."""
+    from autotune.views.terminal import format_throughput, safe, show_confirmation, trials_table
+
+    records = _read(storage, study_name)
+    if as_json:
+        _print_json(records)
+        return
+    console = Console()
+    baseline = records.baseline
+    console.print(f"study [bold]{safe(records.study_name)}[/] in {safe(storage)}")
+    if baseline.throughput is not None:
+        console.print(f"baseline: {format_throughput(baseline.throughput)}")
+    if baseline.noise_floor is not None:
+        console.print(f"seed noise floor: {baseline.noise_floor.describe()}")
+    counts = records.counts()
+    console.print(
+        f"{records.finished_count()} finished trials; "
+        + ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
+    )
+    if records.trials:
+        table = trials_table(list(records.trials), "Trials", console.width, records.has_memory)
+        console.print(table)
+    confirmation = records.confirmation
+    if confirmation is not None:
+        show_confirmation(console, confirmation, records.tolerance)
+        console.print(f"confirmed answer: {safe(confirmation.summary(records.tolerance))}")
+    else:
+        console.print("not confirmed yet: 'autotune run' confirms the top candidates at its end")
+
+
+@main.command()
+@STORAGE_OPTION
+@STUDY_OPTION
+@MAX_FIDELITY_OPTION
+@MAX_MEMORY_OPTION
+@click.option("--json", "as_json", is_flag=True, help="Print the recipe as JSON.")
+@handle_errors
+def best(
+    storage: str,
+    study_name: str | None,
+    max_fidelity: float | None,
+    max_memory: float | None,
+    as_json: bool,
+) -> None:
+    """Print the fastest configuration within the fidelity tolerance (and --max-memory)."""
+    from autotune.views.terminal import show_recipe
+
+    recipe = _read(storage, study_name).best(max_fidelity, max_memory)
+    if as_json:
+        click.echo(json.dumps(recipe.to_dict(), indent=2, sort_keys=True))
+    else:
+        show_recipe(Console(), recipe)
+
+
+@main.command()
+@STORAGE_OPTION
+@STUDY_OPTION
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default="recipe.json",
+    show_default=True,
+    help="Where to write the recipe.",
+)
+@MAX_FIDELITY_OPTION
+@MAX_MEMORY_OPTION
+@handle_errors
+def export(
+    storage: str,
+    study_name: str | None,
+    output: str,
+    max_fidelity: float | None,
+    max_memory: float | None,
+) -> None:
+    """Write the best configuration as a JSON recipe, for autotune.apply() in your own code."""
+    from autotune.store.outputs import check_output
+    from autotune.store.storage import storage_files
+    from autotune.views.terminal import plain
+
+    protected = storage_files(storage)
+    check_output(output, what="recipe file", protected=protected)
+    records = _read(storage, study_name)
+    recipe = records.best(max_fidelity, max_memory)
+    path = recipe.save(output, protected=protected)
+    click.echo(f"wrote {path}: {recipe.config.describe()} ({plain(recipe.note)})")
+
+
+@main.command()
+@STORAGE_OPTION
+@STUDY_OPTION
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default="report.html",
+    show_default=True,
+    help="Where to write the report (one HTML file; it works offline unless --plotly-js cdn).",
+)
+@PLOTLY_JS_OPTION
+@handle_errors
+def report(storage: str, study_name: str | None, output: str, plotly_js: str) -> None:
+    """Write a study's report: Pareto front, curves, step times, importance, history, recipes.
+
+    Reads the storage only; the experiment is not loaded and TensorFlow is not imported.
+    """
+    from autotune.views.report import write_report
+    from autotune.views.terminal import plain
+
+    records = _read(storage, study_name)
+    path = write_report(records, output, plotly_js)
+    front = len(records.pareto())
+    click.echo(
+        f"wrote {path}: study {plain(records.study_name)}, {len(records.trials)} trials, "
+        f"{front} on the Pareto front"
+    )
+
+
+@main.command()
+@STORAGE_OPTION
+@STUDY_OPTION
+@click.option(
+    "--port", type=click.IntRange(1, 65535), default=8050, show_default=True, help="HTTP port."
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on (127.0.0.1: this machine only).",
+)
+@handle_errors
+def dashboard(storage: str, study_name: str | None, port: int, host: str) -> None:
+    """Serve a live dashboard of a study, re-read every 2 s while it runs (Ctrl-C stops it).
+
+    A fidelity-tolerance slider shows the fastest configuration within it; clicking a point of
+    the Pareto figure shows its curve, step time and recipe JSON.
+    """
+    from autotune.views.dashboard import create_app, exposure_warning
+
+    quiet_optuna()
+    app = create_app(storage, study_name, host=host, port=port)
+    check_listen(host, port)
+    warning = exposure_warning(host, port)
+    if warning:
+        Console(stderr=True).print(warning, style="bold red", markup=False, highlight=False)
+    click.echo(f"autotune dashboard of {storage} on http://{host}:{port}/ (Ctrl-C stops it)")
+    try:
+        app.run(host=host, port=port, debug=False)
+    except KeyboardInterrupt:
+        return
+
+
+main.add_command(trial)
+main.add_command(worker)
+
+__all__ = ["FLAGS", "error_message", "main"]
+
+
+if __name__ == "__main__":
+    main()

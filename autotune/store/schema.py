@@ -1,0 +1,403 @@
+"""The storage contract: what an autotune study writes into its Optuna storage, under which keys.
+
+The study writes these keys and the records read them; both import them from here, so neither
+imports the other's internals. A stored trial reads as the one row type, :class:`TrialRow`
+(:func:`row_of`), and the stored baseline as a :class:`BaselineRecord` (:func:`baseline_of`). No
+TensorFlow here.
+
+Study user attributes:
+
+- ``autotune_identity`` (:data:`IDENTITY_KEY`): what a study refuses to mix on resume
+  (experiment, space digest, measurement digest, objectives, tolerance, hardware fingerprint,
+  TensorFlow and Keras versions).
+- ``autotune_info`` (:data:`INFO_KEY`): provenance (experiment reference, space, measurement
+  settings, hardware, versions, creation time).
+- ``autotune_baseline`` (:data:`BASELINE_KEY`): ``{"config", "runs": {seed: RunResult dict},
+  "noise_floor"}``.
+- ``autotune_baseline_summary`` (:data:`autotune.study.optuna_tools.BASELINE_SUMMARY_KEY`): a
+  short digest of the baseline for Optuna's own tools (optuna-dashboard shows user attributes).
+- ``autotune_mismatches_allowed`` (:data:`MISMATCHES_KEY`): resumes allowed despite a different
+  identity, each ``{"when", "differences"}``.
+- ``autotune_confirmation`` (:data:`CONFIRMATION_KEY`): the head-to-head confirmation of the
+  top candidates against the baseline (:meth:`autotune.analysis.head_to_head.Confirmation.to_dict`).
+- ``autotune_profile:<n>`` (:data:`PROFILE_RERUN_PREFIX`): trial n's Pareto profiling re-run,
+  ``{"profile", "profile_error", "input_ablation", "recompilation", "log_dir"}``.
+
+Trial user attributes: the keys named ``*_ATTR`` below.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from optuna.distributions import distribution_to_json
+from optuna.trial import FrozenTrial, TrialState
+
+from autotune.config import TrialConfig
+from autotune.fidelity import NoiseFloor
+from autotune.measure import Estimate
+from autotune.objectives import DEFAULT_OBJECTIVES, MIB, peak_memory_bytes
+from autotune.result import CurvePoint
+from autotune.store.profile_facts import (
+    ProfileFacts,
+    estimate_of,
+    profile_fields,
+    rerun_for,
+    step_ms_of,
+)
+
+#: The default objectives, in Optuna's order (``memory`` may follow: :mod:`autotune.objectives`).
+OBJECTIVES = DEFAULT_OBJECTIVES
+#: The baseline's seeds: seed 0 is measured and compared with; all three give the noise floor.
+BASELINE_SEEDS = (0, 1, 2)
+
+IDENTITY_KEY = "autotune_identity"
+INFO_KEY = "autotune_info"
+BASELINE_KEY = "autotune_baseline"
+MISMATCHES_KEY = "autotune_mismatches_allowed"
+CONFIRMATION_KEY = "autotune_confirmation"
+#: The finished trials the study runs towards (the last ``optimize(n_trials)``), which
+#: ``autotune worker`` reads when it joins.
+TARGET_KEY = "autotune_target_trials"
+PROFILE_RERUN_PREFIX = "autotune_profile:"
+
+#: The trial's configuration (:meth:`autotune.config.TrialConfig.to_dict`).
+CONFIG_ATTR = "config"
+#: Its samples/s estimate (:meth:`autotune.measure.Estimate.to_dict`).
+THROUGHPUT_ATTR = "throughput"
+#: Its fidelity distance (noise-floor units, one-sided: the objective).
+FIDELITY_ATTR = "fidelity"
+#: Its symmetric fidelity distance (noise-floor units; a better curve counts too), shown beside.
+FIDELITY_SYMMETRIC_ATTR = "fidelity_symmetric"
+#: Its RunResult dict without the configuration.
+RESULT_ATTR = "result"
+#: ``{"kind", "message", "log_tail"}`` of a failed trial; None while it runs.
+FAILURE_ATTR = "failure"
+#: Why the trial was pruned.
+PRUNED_REASON_ATTR = "pruned_reason"
+#: The number of the earlier trial whose measurement a duplicate configuration reuses.
+DUPLICATE_OF_ATTR = "duplicate_of"
+#: Whose curve a trial was scored with when it differs from it in pipeline settings alone.
+CURVE_FROM_ATTR = "curve_from"
+#: ``{"host", "pid", "started", "fingerprint", "cpus", "device"}`` of the worker process running
+#: the trial (:func:`autotune.study.recovery.this_worker`).
+WORKER_ATTR = "worker"
+#: The trial's log folder.
+LOG_DIR_ATTR = "log_dir"
+
+#: The failure kind of a trial whose worker stopped while it ran; such a trial is retried.
+INTERRUPTED = "interrupted"
+INTERRUPTED_FAILURE = {
+    "kind": INTERRUPTED,
+    "message": "the trial's worker stopped while it ran (killed, lost heartbeat or Ctrl-C)",
+    "log_tail": "",
+}
+
+
+def _curve(points: Iterable[dict[str, Any]] | None) -> tuple[CurvePoint, ...]:
+    return tuple(
+        CurvePoint(samples=int(p["samples"]), val_loss=float(p["val_loss"])) for p in points or ()
+    )
+
+
+def _optional_float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class BaselineRecord(ProfileFacts):
+    """The experiment's float32, no-XLA baseline as the study measured it.
+
+    Attributes:
+        config: the baseline configuration (None before the first baseline run is stored).
+        throughput: seed 0's samples/s estimate (None until measured).
+        curve: seed 0's validation curve, the one trials are compared with.
+        seed_curves: every stored seed's validation curve, by seed.
+        noise_floor: the seed-to-seed curve distance (None until all seeds ran).
+        effective: the settings that took effect for seed 0 (dtype policy, learning rate, ...).
+        learning_rate: seed 0's learning rate.
+        compile_seconds: seed 0's first step time minus a steady step time (seconds).
+        steady_step_seconds: seed 0's median step time at the end of warm-up (seconds).
+        log_dir: where the baseline runs' logs were kept (derived from the trials' log folders,
+            else the study's default log folder; None when unknown).
+        hardware, versions: where and with what seed 0 ran.
+        peak_host_bytes, peak_device_bytes: seed 0's peak memory (bytes).
+
+    Seed 0's step-time breakdown, input verdict, profile and recompilation check are the
+    :class:`ProfileFacts` fields.
+    """
+
+    config: TrialConfig | None
+    throughput: Estimate | None
+    curve: tuple[CurvePoint, ...]
+    seed_curves: dict[int, tuple[CurvePoint, ...]]
+    noise_floor: NoiseFloor | None
+    effective: dict[str, Any] = field(default_factory=dict)
+    learning_rate: float | None = None
+    compile_seconds: float | None = None
+    steady_step_seconds: float | None = None
+    log_dir: str | None = None
+    hardware: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+    peak_host_bytes: int | None = None
+    peak_device_bytes: int | None = None
+
+    @property
+    def peak_memory_mib(self) -> float | None:
+        """Seed 0's peak memory (MiB): the memory objective's measurement
+        (:func:`autotune.objectives.peak_memory_bytes`)."""
+        return _mib(peak_memory_bytes(self.peak_host_bytes, self.peak_device_bytes))
+
+    @property
+    def measured(self) -> bool:
+        """Whether throughput and noise floor are both stored (trials can be scored)."""
+        return self.throughput is not None and self.noise_floor is not None
+
+    @property
+    def step_ms(self) -> float | None:
+        """Milliseconds per training step over the timed windows: batch size / median
+        throughput."""
+        return step_ms_of(self.config, self.throughput)
+
+
+@dataclass(frozen=True)
+class TrialRow(ProfileFacts):
+    """One trial as plain data.
+
+    Attributes:
+        number: Optuna trial number.
+        state: "complete", "pruned", "failed", "running" or "waiting".
+        config: the configuration (None if the trial failed before drawing one).
+        throughput: samples/s estimate with its confidence interval, when measured.
+        fidelity: one-sided fidelity distance (1.0 = worse by as much as a seed re-run
+            differs), when measured: the objective.
+        fidelity_symmetric: the symmetric fidelity distance (a better curve counts too), when
+            measured (None in studies stored before fidelity definition 2).
+        feasible: fidelity within the study's tolerance (None without a fidelity).
+        failure_kind: the failure's kind for failed trials (oom, nan, interrupted, ...).
+        reason: why the trial was pruned or failed.
+        duplicate_of: the trial whose measurement this one reuses.
+        curve: the validation curve (empty when none was trained).
+        effective: the settings that took effect (dtype policy, jit_compile, learning rate, ...).
+        learning_rate: the learning rate the trial trained with.
+        compile_seconds: first step time minus a steady step time (seconds).
+        steady_step_seconds: median step time at the end of warm-up (seconds).
+        log_dir: the trial's log folder.
+        log_tail: the end of a failed trial's log.
+        params: the Optuna parameters as drawn.
+        distributions: each parameter's Optuna distribution as JSON.
+        started, completed: ISO 8601 times (None when not reached).
+        final_metrics: validation metrics at the last checkpoint.
+        peak_host_bytes, peak_device_bytes: peak memory of the trial (bytes).
+        hardware, versions: where and with what the trial ran.
+        user_attrs: everything stored with the trial (see :mod:`autotune.store.schema`).
+
+    The step-time breakdown, input verdict, profile and recompilation check are the
+    :class:`ProfileFacts` fields.
+    """
+
+    number: int
+    state: str
+    config: TrialConfig | None
+    throughput: Estimate | None
+    fidelity: float | None
+    feasible: bool | None
+    fidelity_symmetric: float | None = None
+    failure_kind: str | None = None
+    reason: str | None = None
+    duplicate_of: int | None = None
+    curve: tuple[CurvePoint, ...] = ()
+    effective: dict[str, Any] = field(default_factory=dict)
+    learning_rate: float | None = None
+    compile_seconds: float | None = None
+    steady_step_seconds: float | None = None
+    log_dir: str | None = None
+    log_tail: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+    distributions: dict[str, str] = field(default_factory=dict)
+    started: str | None = None
+    completed: str | None = None
+    final_metrics: dict[str, float] = field(default_factory=dict)
+    peak_host_bytes: int | None = None
+    peak_device_bytes: int | None = None
+    hardware: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+    user_attrs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def counts(self) -> bool:
+        """Whether the trial counts as finished (interrupted ones are retried instead)."""
+        return self.state in ("complete", "pruned") or (
+            self.state == "failed" and self.failure_kind != INTERRUPTED
+        )
+
+    @property
+    def peak_memory_mib(self) -> float | None:
+        """The trial's peak memory (MiB): the memory objective's measurement
+        (:func:`autotune.objectives.peak_memory_bytes`)."""
+        return _mib(peak_memory_bytes(self.peak_host_bytes, self.peak_device_bytes))
+
+    @property
+    def scored(self) -> bool:
+        """Complete with both objectives: a point of the throughput/fidelity plane."""
+        return (
+            self.state == "complete" and self.throughput is not None and self.fidelity is not None
+        )
+
+    @property
+    def step_ms(self) -> float | None:
+        """Milliseconds per training step over the timed windows: batch size / median
+        throughput."""
+        return step_ms_of(self.config, self.throughput)
+
+    @property
+    def label(self) -> str:
+        """'trial 7: bs=64 mixed_bfloat16 xla ...'."""
+        return f"trial {self.number}: {self.config.describe() if self.config else '-'}"
+
+
+def _iso(value: dt.datetime | None) -> str | None:
+    return value.isoformat(timespec="seconds") if value is not None else None
+
+
+_STATES = {
+    TrialState.COMPLETE: "complete",
+    TrialState.PRUNED: "pruned",
+    TrialState.FAIL: "failed",
+    TrialState.RUNNING: "running",
+    TrialState.WAITING: "waiting",
+}
+
+
+def failure_of(trial: FrozenTrial) -> dict[str, Any] | None:
+    """A failed trial's failure record. One without autotune's record never finished its
+    objective: its worker was killed, lost its heartbeat or was stopped by Ctrl-C; it is
+    retried, not counted."""
+    if trial.state != TrialState.FAIL:
+        return None
+    return trial.user_attrs.get(FAILURE_ATTR) or INTERRUPTED_FAILURE
+
+
+def _feasible(trial: FrozenTrial) -> bool | None:
+    constraints = trial.constraints
+    return all(v <= 0 for v in constraints.values()) if constraints else None
+
+
+def row_of(trial: FrozenTrial, reruns: Mapping[int, Mapping[str, Any]] | None = None) -> TrialRow:
+    """A :class:`TrialRow` from an Optuna trial stored by an autotune study, with its Pareto
+    re-run from ``reruns`` (by trial number; see :func:`profile_reruns`) merged in. A duplicate
+    of an earlier trial takes that trial's re-run."""
+    attrs = trial.user_attrs
+    config = TrialConfig.from_dict(attrs[CONFIG_ATTR]) if attrs.get(CONFIG_ATTR) else None
+    result: dict[str, Any] = attrs.get(RESULT_ATTR) or {}
+    failure = failure_of(trial)
+    reason = attrs.get(PRUNED_REASON_ATTR) if trial.state == TrialState.PRUNED else None
+    effective: dict[str, Any] = result.get("effective") or {}
+    duplicate_of = attrs.get(DUPLICATE_OF_ATTR)
+    return TrialRow(
+        number=trial.number,
+        state=_STATES[trial.state],
+        config=config,
+        throughput=estimate_of(attrs.get(THROUGHPUT_ATTR)),
+        fidelity=attrs.get(FIDELITY_ATTR),
+        feasible=_feasible(trial),
+        fidelity_symmetric=attrs.get(FIDELITY_SYMMETRIC_ATTR),
+        failure_kind=failure["kind"] if failure else None,
+        reason=failure["message"] if failure else reason,
+        duplicate_of=duplicate_of,
+        curve=_curve(result.get("curve")),
+        effective=effective,
+        learning_rate=_optional_float(effective.get("learning_rate")),
+        compile_seconds=_optional_float(result.get("compile_seconds")) if result else None,
+        steady_step_seconds=_optional_float(result.get("steady_step_seconds")) if result else None,
+        log_dir=attrs.get(LOG_DIR_ATTR),
+        log_tail=str((failure or {}).get("log_tail") or ""),
+        params=dict(trial.params),
+        distributions={k: distribution_to_json(d) for k, d in trial.distributions.items()},
+        started=_iso(trial.datetime_start),
+        completed=_iso(trial.datetime_complete),
+        final_metrics=dict(result.get("final_metrics") or {}),
+        peak_host_bytes=result.get("peak_host_bytes"),
+        peak_device_bytes=result.get("peak_device_bytes"),
+        hardware=dict(result.get("hardware") or {}),
+        versions=dict(result.get("versions") or {}),
+        user_attrs=dict(attrs),
+        **profile_fields(result, config, rerun_for(trial.number, duplicate_of, reruns)),
+    )
+
+
+def _mib(size: int | None) -> float | None:
+    return None if size is None else size / MIB
+
+
+def baseline_of(stored: dict[str, Any], log_dir: str | None = None) -> BaselineRecord:
+    """A :class:`BaselineRecord` from the study's ``autotune_baseline`` user attribute."""
+    runs: dict[str, Any] = stored.get("runs") or {}
+    main: dict[str, Any] = runs.get(str(BASELINE_SEEDS[0])) or {}
+    config = stored.get("config") or main.get("config")
+    floor = stored.get("noise_floor")
+    effective: dict[str, Any] = main.get("effective") or {}
+    return BaselineRecord(
+        config=TrialConfig.from_dict(config, source="stored baseline config") if config else None,
+        throughput=Estimate(**main["throughput"]) if main.get("throughput") else None,
+        curve=_curve(main.get("curve")),
+        seed_curves={int(seed): _curve(run.get("curve")) for seed, run in sorted(runs.items())},
+        noise_floor=(NoiseFloor.from_dict(floor) if floor else None),
+        effective=effective,
+        learning_rate=_optional_float(effective.get("learning_rate")),
+        compile_seconds=_optional_float(main.get("compile_seconds")) if main else None,
+        steady_step_seconds=_optional_float(main.get("steady_step_seconds")) if main else None,
+        log_dir=log_dir,
+        hardware=dict(main.get("hardware") or {}),
+        versions=dict(main.get("versions") or {}),
+        peak_host_bytes=main.get("peak_host_bytes"),
+        peak_device_bytes=main.get("peak_device_bytes"),
+        **profile_fields(main, TrialConfig.from_dict(config) if config else None),
+    )
+
+
+def profile_reruns(study_attrs: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
+    """The Pareto re-runs stored in a study's user attributes, by trial number."""
+    reruns: dict[int, dict[str, Any]] = {}
+    for key, value in study_attrs.items():
+        number = key[len(PROFILE_RERUN_PREFIX) :]
+        if key.startswith(PROFILE_RERUN_PREFIX) and number.isdigit() and isinstance(value, dict):
+            reruns[int(number)] = value
+    return reruns
+
+
+__all__ = [
+    "BASELINE_KEY",
+    "BASELINE_SEEDS",
+    "CONFIG_ATTR",
+    "CONFIRMATION_KEY",
+    "CURVE_FROM_ATTR",
+    "DUPLICATE_OF_ATTR",
+    "FAILURE_ATTR",
+    "FIDELITY_ATTR",
+    "IDENTITY_KEY",
+    "INFO_KEY",
+    "INTERRUPTED",
+    "INTERRUPTED_FAILURE",
+    "LOG_DIR_ATTR",
+    "MISMATCHES_KEY",
+    "OBJECTIVES",
+    "PROFILE_RERUN_PREFIX",
+    "PRUNED_REASON_ATTR",
+    "RESULT_ATTR",
+    "TARGET_KEY",
+    "THROUGHPUT_ATTR",
+    "WORKER_ATTR",
+    "BaselineRecord",
+    "TrialRow",
+    "baseline_of",
+    "failure_of",
+    "profile_reruns",
+    "row_of",
+]
