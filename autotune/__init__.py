@@ -1,7 +1,7 @@
 """autotune: find the fastest way to train a Keras model without changing what it learns.
 
-Importing autotune imports neither TensorFlow nor Optuna; the study and trial machinery load on
-first use.
+Importing autotune imports neither TensorFlow nor Optuna; the study and trial machinery (and
+:func:`apply`, which shares the trial's code) load on first use.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
+from autotune.bundled import load_experiment
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import (
     AutotuneError,
@@ -17,14 +18,16 @@ from autotune.exceptions import (
     StudyError,
     TrialFailure,
 )
-from autotune.experiment import Experiment, load_experiment
+from autotune.experiment import Experiment
 from autotune.measure import Estimate
-from autotune.recipe import AppliedRecipe, Recipe, apply
+from autotune.recipe import Recipe
 from autotune.result import CurvePoint, RunResult
 
 __version__ = "0.1.0"
 
 _LAZY = {
+    "AppliedRecipe": "autotune.trial.applied",
+    "apply": "autotune.trial.applied",
     "Study": "autotune.study",
     "TrialRow": "autotune.store.records",
     "load_study": "autotune.study",

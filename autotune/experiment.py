@@ -2,8 +2,9 @@
 
 An experiment is plain data plus factories: the factories run inside the trial process, after the
 dtype policy is set, so this module never imports TensorFlow. A reference (``path/to/file.py:name``,
-``path/to/file.py``, ``package.module:name`` or a bundled experiment's name such as ``digits_cnn``)
-lets a child process rebuild the same experiment.
+``path/to/file.py`` or ``package.module:name``) lets a child process rebuild the same experiment.
+Short names such as ``digits_cnn`` are the edge's to resolve (:mod:`autotune.bundled` passes its
+names in ``short_names``); this module knows none.
 """
 
 from __future__ import annotations
@@ -12,12 +13,11 @@ import importlib
 import importlib.util
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from autotune.bundled import EXPERIMENTS, experiment_reference
 from autotune.exceptions import ExperimentError
 
 LrScaling = Literal["linear", "sqrt", "none"]
@@ -132,19 +132,27 @@ class Experiment:
         return float(self.base_learning_rate)
 
 
-def load_experiment(reference: str) -> Experiment:
-    """Loads an experiment from a bundled experiment's name (``digits_cnn``, see
-    :mod:`autotune.bundled`), ``path/to/file.py:name``, ``path/to/file.py`` or ``module:name``.
+def short_name_reference(reference: str, short_names: Mapping[str, str]) -> str:
+    """The reference a short name in ``short_names`` stands for, else ``reference`` unchanged."""
+    return short_names.get(reference.strip(), reference)
+
+
+def load_experiment(reference: str, *, short_names: Mapping[str, str] | None = None) -> Experiment:
+    """Loads an experiment from ``path/to/file.py:name``, ``path/to/file.py`` or
+    ``module:name``, or a name in ``short_names`` (the bundled experiments' names and their
+    references, which :func:`autotune.bundled.load_experiment` passes).
 
     A file path without a name picks the one :class:`Experiment` the file defines at top level.
     Every mistake raises :class:`ExperimentError` naming the reference and what to fix.
     """
+    names = dict(short_names or {})
     if not isinstance(reference, str) or not reference.strip():
+        named = f"a bundled experiment's name {list(names)}, " if names else ""
         raise ExperimentError(
-            f"experiment reference must be a bundled experiment's name {list(EXPERIMENTS)}, "
+            f"experiment reference must be {named}"
             f"'path/to/file.py[:name]' or 'module:name'. Received: {reference!r}"
         )
-    reference = experiment_reference(reference.strip())
+    reference = short_name_reference(reference.strip(), names)
     target, _, name = reference.rpartition(":") if ":" in reference else (reference, "", "")
     if not target:  # "name" alone after rpartition of "x:" edge cases
         raise ExperimentError(
@@ -158,8 +166,9 @@ def load_experiment(reference: str) -> Experiment:
         except ImportError as error:
             raise ExperimentError(
                 f"experiment reference {reference!r}: cannot import module {target!r} ({error}). "
-                "Use 'path/to/file.py:name' for a file, a bundled experiment's name "
-                f"({', '.join(EXPERIMENTS)}), or install the module."
+                "Use 'path/to/file.py:name' for a file, "
+                + (f"a bundled experiment's name ({', '.join(names)}), " if names else "")
+                + "or install the module."
             ) from error
         except (Exception, SystemExit) as error:
             raise ExperimentError(
@@ -245,14 +254,17 @@ def _experiments_in(module: Any) -> dict[str, Experiment]:
     }
 
 
-def reference_of(experiment: Experiment | str) -> str:
+def reference_of(
+    experiment: Experiment | str, *, short_names: Mapping[str, str] | None = None
+) -> str:
     """A reference a child process can load: the string itself, or where the object lives.
 
-    A bundled experiment's name becomes its module reference (``autotune.bundled.NAME:experiment``);
-    an :class:`Experiment` object is found by identity among the loaded modules' top-level names.
+    A name in ``short_names`` becomes the reference it stands for (a bundled experiment's
+    module reference, ``autotune.bundled.NAME:experiment``); an :class:`Experiment` object is
+    found by identity among the loaded modules' top-level names.
     """
     if isinstance(experiment, str):
-        return experiment_reference(experiment)
+        return short_name_reference(experiment, short_names or {})
     if not isinstance(experiment, Experiment):
         raise ExperimentError(
             f"experiment must be an autotune.Experiment or a reference string. "

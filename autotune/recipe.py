@@ -1,19 +1,14 @@
-"""A :class:`Recipe`: the configuration a study recommends, with its provenance, as JSON; and
-:func:`apply` to reproduce it in the user's own training code.
+"""A :class:`Recipe`: the configuration a study recommends, with its provenance, as JSON.
 
-:func:`apply` sets the dtype policy and returns an :class:`AppliedRecipe`: the learning rate for
-the tuned batch size, the ``model.compile`` settings, the float32 output head and the training
-pipeline, each made by the trial's own code (:mod:`autotune.trial`), so the user's training runs
-what was measured. TensorFlow loads only inside the methods that build something.
+:func:`autotune.apply` (:mod:`autotune.trial.applied`, beside the trial code it shares)
+reproduces a recipe in the user's own training code. No TensorFlow here.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
-import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,9 +16,7 @@ from typing import Any
 from autotune import hardware
 from autotune.config import AUTOTUNE, TrialConfig, read_json_object
 from autotune.exceptions import ConfigError
-from autotune.experiment import Experiment
-from autotune.store.outputs import write_output
-from autotune.trial.compile_settings import compile_settings
+from autotune.outputs import write_output
 
 RECIPE_FORMAT = 1
 
@@ -86,7 +79,7 @@ class Recipe:
     def save(self, path: str | Path, *, protected: Iterable[Path] = ()) -> Path:
         """Writes the recipe as JSON to ``path`` atomically and returns the path; never over a
         symbolic link, an SQLite database or a ``protected`` file (see
-        :func:`autotune.store.outputs.write_output`)."""
+        :func:`autotune.outputs.write_output`)."""
         text = json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
         return write_output(path, text, what="recipe file", protected=protected)
 
@@ -115,10 +108,6 @@ class Recipe:
 HARDWARE_KEYS = ("cpu", "logical_cores", "gpus", "machine")
 
 
-class HardwareMismatchWarning(UserWarning):
-    """A recipe is applied on hardware other than the one it was measured on."""
-
-
 def hardware_differences(
     recorded: Mapping[str, Any], current: Mapping[str, Any] | None = None
 ) -> list[str]:
@@ -133,239 +122,9 @@ def hardware_differences(
     ]
 
 
-def _warn_on_other_hardware(recipe: Recipe, differences: list[str], stacklevel: int) -> None:
-    if differences:
-        warnings.warn(
-            f"recipe of study {recipe.study!r} was measured on other hardware "
-            f"({'; '.join(differences)}): its configuration may not be the fastest here, or "
-            "may not fit in memory; tune again on this machine to be sure",
-            HardwareMismatchWarning,
-            stacklevel=stacklevel + 1,
-        )
-
-
-def _experiment_learning_rate(
-    recorded: float | None, experiment: Experiment, batch_size: int, stacklevel: int
-) -> float:
-    """``experiment``'s learning rate for ``batch_size`` (its scaling rule, as in a trial);
-    warns when the recipe ``recorded`` another one."""
-    rate = experiment.learning_rate(batch_size)
-    if recorded is not None and not math.isclose(rate, recorded, rel_tol=1e-9):
-        warnings.warn(
-            f"experiment {experiment.name!r} gives learning rate {rate:g} at batch size "
-            f"{batch_size}, but the recipe was measured with {recorded:g}: the experiment's "
-            f"base_learning_rate, base_batch_size or lr_scaling changed since; using {rate:g}",
-            UserWarning,
-            stacklevel=stacklevel + 1,
-        )
-    return rate
-
-
-def _check_data(data: Any) -> None:
-    """Refuses what is neither a Dataset, nor (x, y) arrays, nor a function giving either (the
-    trial's :func:`autotune.trial.pipeline.to_dataset` checks what a function gives)."""
-    import tensorflow as tf
-
-    if isinstance(data, tf.data.Dataset) or callable(data):
-        return
-    if isinstance(data, tuple) and len(data) == 2:
-        return
-    raise ConfigError(
-        "data must be an unbatched tf.data.Dataset of (x, y) pairs, a pair of arrays (x, y) or "
-        f"a zero-argument function returning either. Received: data={type(data).__name__}"
-    )
-
-
-@dataclass(frozen=True)
-class AppliedRecipe:
-    """What :func:`apply` leaves for the user's code: everything a trial of ``config`` used.
-
-    Attributes:
-        config: the performance settings.
-        learning_rate: the learning rate for ``config.batch_size`` (the trial's, rescaled from
-            the experiment's base learning rate by its ``lr_scaling`` rule); None when neither
-            the recipe nor an experiment gives one.
-        hardware_differences: how this machine differs from the one the recipe was measured
-            on (see :func:`hardware_differences`); empty on the same hardware.
-    """
-
-    config: TrialConfig
-    learning_rate: float | None
-    hardware_differences: tuple[str, ...] = ()
-
-    @classmethod
-    def from_recipe(
-        cls, recipe: Recipe | str | Path, experiment: Experiment | None = None
-    ) -> AppliedRecipe:
-        """The settings of ``recipe`` (or of the recipe file at that path), without setting the
-        dtype policy (:func:`apply` does both). Warns with :class:`HardwareMismatchWarning`
-        when this machine is not the one the recipe was measured on."""
-        return cls._make(recipe, experiment, stacklevel=2)
-
-    @classmethod
-    def _make(
-        cls, recipe: Recipe | str | Path, experiment: Experiment | None, stacklevel: int
-    ) -> AppliedRecipe:
-        if isinstance(recipe, (str, Path)):
-            recipe = Recipe.load(recipe)
-        if not isinstance(recipe, Recipe):
-            raise ConfigError(
-                "recipe must be an autotune.Recipe or the path of a recipe file. "
-                f"Received: recipe={type(recipe).__name__}"
-            )
-        if experiment is not None and not isinstance(experiment, Experiment):
-            raise ConfigError(
-                "experiment must be an autotune.Experiment or None. "
-                f"Received: experiment={type(experiment).__name__}"
-            )
-        differences = hardware_differences(recipe.hardware)
-        _warn_on_other_hardware(recipe, differences, stacklevel + 1)
-        rate = recipe.learning_rate
-        if experiment is not None:
-            rate = _experiment_learning_rate(
-                rate, experiment, recipe.config.batch_size, stacklevel + 1
-            )
-        return cls(recipe.config, rate, tuple(differences))
-
-    @property
-    def batch_size(self) -> int:
-        """Examples per training step."""
-        return self.config.batch_size
-
-    @property
-    def precision(self) -> str:
-        """The Keras dtype policy name: float32, mixed_float16 or mixed_bfloat16."""
-        return self.config.precision
-
-    @property
-    def backend(self) -> str:
-        """The Keras backend it was measured on: tensorflow or jax (``KERAS_BACKEND``)."""
-        return self.config.backend
-
-    def compile_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``model.compile``, as a trial passes them besides the optimizer,
-        loss and metrics: ``jit_compile`` (XLA), ``steps_per_execution`` (1) and
-        ``auto_scale_loss`` (True: under ``mixed_float16`` Keras wraps the optimizer in a
-        ``LossScaleOptimizer``, for a model built after :func:`apply`)."""
-        return compile_settings(self.config)
-
-    def pipeline(
-        self, data: Any, preprocess: Callable[..., Any] | None = None, seed: int = 0
-    ) -> Any:
-        """The trial's training stream over unbatched ``data`` (a ``tf.data.Dataset`` of (x, y)
-        pairs, or (x, y) arrays): shuffle(buffer, seed) -> repeat -> map(preprocess,
-        num_parallel_calls, deterministic) -> batch(batch_size, drop_remainder=True; padded
-        when examples vary in shape) -> prefetch. It repeats forever: give ``model.fit`` a
-        ``steps_per_epoch``. ``preprocess`` is a per-example ``(x, y[, seed]) -> (x, y)``
-        function; ``seed`` (an integer >= 0) seeds the shuffle and a seeded ``preprocess``."""
-        if preprocess is not None and not callable(preprocess):
-            raise ConfigError(
-                "preprocess must be a function (x, y[, seed]) -> (x, y) or None. "
-                f"Received: preprocess={preprocess!r}"
-            )
-        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-            raise ConfigError(f"seed must be an integer >= 0. Received: seed={seed!r}")
-        _check_data(data)
-        from autotune.trial.pipeline import prepare_training, to_dataset
-
-        dataset = to_dataset(data, "recipe pipeline data")
-        prepared, _ = prepare_training(dataset, self.config, preprocess, seed)
-        return prepared
-
-    def float32_output(self, model: Any, inputs: Any) -> Any:
-        """``model`` with float32 outputs, fixed as a trial fixes it under a mixed policy (the
-        last layer's dtype policy set to float32, else the outputs cast by a wrapper); the same
-        model under float32. ``inputs`` is one batch of model inputs, e.g.
-        ``next(iter(dataset))[0]``. Build the model after :func:`apply`: a model built under
-        another dtype policy is refused with a :class:`ConfigError`."""
-        policy = getattr(getattr(model, "dtype_policy", None), "name", None)
-        if policy != self.config.precision:
-            raise ConfigError(
-                f"model must be built after autotune.apply(), under the recipe's dtype policy "
-                f"{self.config.precision!r}. Received: model.dtype_policy={policy!r}"
-            )
-        from autotune.trial.model import ensure_float32_head
-
-        fixed, _ = ensure_float32_head(model, inputs)
-        return fixed
-
-    def build(self, experiment: Experiment, seed: int = 0) -> tuple[Any, Any]:
-        """``experiment``'s compiled model and training stream, made exactly as a trial makes
-        them with ``seed``: dtype policy and seed set, pipeline, model with its float32 head,
-        compiled with the experiment's optimizer at :attr:`learning_rate`-for-the-batch-size
-        and :meth:`compile_kwargs`."""
-        if not isinstance(experiment, Experiment):
-            raise ConfigError(
-                "experiment must be an autotune.Experiment. "
-                f"Received: experiment={type(experiment).__name__}"
-            )
-        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-            raise ConfigError(f"seed must be an integer >= 0. Received: seed={seed!r}")
-        import keras
-
-        from autotune.trial.model import compile_model, model_with_float32_head
-        from autotune.trial.pipeline import training_pipeline
-
-        check_backend(self.config)
-        keras.config.set_dtype_policy(self.config.precision)
-        keras.utils.set_random_seed(seed)
-        train_data, _ = training_pipeline(experiment, self.config, seed)
-        model, _ = model_with_float32_head(experiment, train_data)
-        rate = _experiment_learning_rate(
-            self.learning_rate, experiment, self.batch_size, stacklevel=2
-        )
-        compile_model(experiment, self.config, model, rate)
-        return model, train_data
-
-
-def _set_dtype_policy(name: str) -> None:
-    import keras
-
-    keras.config.set_dtype_policy(name)
-
-
-def check_backend(config: TrialConfig) -> None:
-    """ConfigError when Keras runs on another backend here than the recipe's ``config`` was
-    measured on, naming both (Keras reads ``KERAS_BACKEND`` once, when first imported)."""
-    import keras
-
-    loaded = keras.backend.backend()
-    if loaded != config.backend:
-        raise ConfigError(
-            f"the recipe was measured on the Keras backend {config.backend!r}, but Keras runs "
-            f"on {loaded!r} here: set KERAS_BACKEND={config.backend} before anything imports "
-            "keras, or use a recipe measured on this backend"
-        )
-
-
-def apply(recipe: Recipe | str | Path, experiment: Experiment | None = None) -> AppliedRecipe:
-    """Sets the recipe's Keras dtype policy and TensorFlow thread counts (call it before
-    building the model; thread counts before TensorFlow runs anything, else ConfigError) and
-    returns the settings a trial of it used (see :class:`AppliedRecipe`). A recipe measured on
-    another Keras backend than the one loaded is refused with a ConfigError naming both.
-
-    ``recipe`` is a :class:`Recipe` or the path of a recipe file. With ``experiment``, the
-    learning rate comes from its scaling rule for the recipe's batch size (as in a trial).
-    Warns with :class:`HardwareMismatchWarning`, naming the differences, when this machine is
-    not the one the recipe was measured on.
-    """
-    applied = AppliedRecipe._make(recipe, experiment, stacklevel=2)
-    check_backend(applied.config)
-    if applied.config.intra_op_threads or applied.config.inter_op_threads:
-        from autotune.trial.threads import set_threads
-
-        set_threads(applied.config)
-    _set_dtype_policy(applied.config.precision)
-    return applied
-
-
 __all__ = [
     "AUTOTUNE",
     "HARDWARE_KEYS",
-    "AppliedRecipe",
-    "HardwareMismatchWarning",
     "Recipe",
-    "apply",
-    "check_backend",
     "hardware_differences",
 ]

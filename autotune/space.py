@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autotune.bundled import SPACES, space_file, space_names
 from autotune.config import (
     AUTOTUNE,
     BACKENDS,
@@ -385,25 +384,11 @@ def load_space(path: str | Path) -> SearchSpace:
 
 
 def resolve_space(space: SearchSpace | str | Path) -> SearchSpace:
-    """A :class:`SearchSpace` from an object, a file path or a bundled space's name ('quick');
-    a file of that name in the current folder wins over the bundled space."""
+    """A :class:`SearchSpace` from an object or a file path. A bundled space's name ('quick') is
+    the edge's to resolve: :func:`autotune.bundled.resolve_space` takes both."""
     if isinstance(space, SearchSpace):
         return space
-    path = Path(space)
-    if not path.exists():
-        bundled = space_file(str(space))
-        if bundled is not None:
-            return load_space(bundled)
-        if path.suffix == "":
-            raise ConfigError(
-                f"search space file {str(space)!r} does not exist, and no bundled space has "
-                f"that name (bundled: {', '.join(space_names())})"
-            )
-    return load_space(path)
-
-
-#: The folder of the bundled space files, inside the installed package.
-BUNDLED_SPACES = SPACES
+    return load_space(Path(space))
 
 
 def choices(*values: Any) -> Choice:

@@ -13,6 +13,13 @@ and no TensorFlow.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from autotune.exceptions import ConfigError
+
+if TYPE_CHECKING:
+    from autotune.experiment import Experiment
+    from autotune.space import SearchSpace
 
 _HERE = Path(__file__).resolve().parent
 #: The folder of the bundled search-space files (``quick.toml``, ``cpu.toml``, ...): the
@@ -22,6 +29,11 @@ SPACES = _HERE / "spaces" if (_HERE / "spaces").is_dir() else _HERE.parents[1] /
 EXPERIMENTS = ("digits_cnn", "tabular_mlp", "transformer")
 #: What ``autotune run`` and ``autotune trial`` tune without an EXPERIMENT argument.
 DEFAULT_EXPERIMENT = "digits_cnn"
+
+
+def short_names() -> dict[str, str]:
+    """Each bundled experiment's short name and the module reference it stands for."""
+    return {name: f"{__name__}.{name}:experiment" for name in EXPERIMENTS}
 
 
 def experiment_reference(reference: str) -> str:
@@ -49,11 +61,52 @@ def space_names() -> list[str]:
     return sorted(path.stem for path in SPACES.glob("*.toml"))
 
 
+def load_experiment(reference: str) -> Experiment:
+    """:func:`autotune.experiment.load_experiment` that also takes a bundled experiment's name
+    (``digits_cnn``): what the command line, :class:`~autotune.Study` and
+    :func:`autotune.load_experiment` call."""
+    from autotune.experiment import load_experiment as load
+
+    return load(reference, short_names=short_names())
+
+
+def reference_of(experiment: Experiment | str) -> str:
+    """:func:`autotune.experiment.reference_of`, a bundled experiment's name becoming its
+    module reference (``autotune.bundled.NAME:experiment``)."""
+    from autotune.experiment import reference_of as reference
+
+    return reference(experiment, short_names=short_names())
+
+
+def resolve_space(space: SearchSpace | str | Path) -> SearchSpace:
+    """A :class:`~autotune.space.SearchSpace` from an object, a file path or a bundled space's
+    name ('quick'); a file of that name in the current folder wins over the bundled space."""
+    from autotune.space import SearchSpace, load_space
+
+    if isinstance(space, SearchSpace):
+        return space
+    path = Path(space)
+    if not path.exists():
+        bundled = space_file(str(space))
+        if bundled is not None:
+            return load_space(bundled)
+        if path.suffix == "":
+            raise ConfigError(
+                f"search space file {str(space)!r} does not exist, and no bundled space has "
+                f"that name (bundled: {', '.join(space_names())})"
+            )
+    return load_space(path)
+
+
 __all__ = [
     "DEFAULT_EXPERIMENT",
     "EXPERIMENTS",
     "SPACES",
     "experiment_reference",
+    "load_experiment",
+    "reference_of",
+    "resolve_space",
+    "short_names",
     "space_file",
     "space_names",
 ]

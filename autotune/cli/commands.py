@@ -347,7 +347,7 @@ def export(
     max_memory: float | None,
 ) -> None:
     """Write the best configuration as a JSON recipe, for autotune.apply() in your own code."""
-    from autotune.store.outputs import check_output
+    from autotune.outputs import check_output
     from autotune.store.storage import storage_files
     from autotune.views.terminal import plain
 

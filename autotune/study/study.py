@@ -27,13 +27,14 @@ from optuna.trial import FrozenTrial
 from autotune import hardware
 from autotune.analysis.head_to_head import DEFAULT_ROUNDS, DEFAULT_TOP, EXTRA_SEEDS, Confirmation
 from autotune.analysis.profile import check_mode
+from autotune.bundled import load_experiment, reference_of, resolve_space
 from autotune.config import RunSettings, TrialConfig, is_positive_finite
 from autotune.exceptions import ConfigError, StudyError, TrialFailure
-from autotune.experiment import Experiment, load_experiment, reference_of
+from autotune.experiment import Experiment
 from autotune.objectives import DEFAULT_OBJECTIVES, check_memory_limit, parse_objectives
 from autotune.recipe import Recipe
 from autotune.result import RunResult
-from autotune.space import SearchSpace, resolve_space
+from autotune.space import SearchSpace
 from autotune.store.log_folders import default_log_root
 from autotune.store.records import StudyRecords, read_records
 from autotune.store.schema import (

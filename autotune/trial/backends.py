@@ -25,16 +25,25 @@ def loaded_backend() -> str:
     return str(keras.backend.backend())
 
 
-def check_backend(config: TrialConfig) -> None:
-    """ConfigError when Keras runs on another backend than ``config`` asks for (something set
-    Keras' backend before the trial could: an earlier import, the experiment's module)."""
+def check_backend(config: TrialConfig, *, recipe: bool = False) -> None:
+    """ConfigError when Keras runs on another backend than ``config`` asks for, naming both
+    (Keras reads ``KERAS_BACKEND`` once, when first imported): in a trial, something set Keras'
+    backend before the trial could (an earlier import, the experiment's module); with
+    ``recipe``, the user's process runs another backend than the recipe was measured on."""
     loaded = loaded_backend()
-    if loaded != config.backend:
+    if loaded == config.backend:
+        return
+    if recipe:
         raise ConfigError(
-            f"{config.describe()} asks for the Keras backend {config.backend!r}, but Keras "
-            f"runs on {loaded!r} in this process (KERAS_BACKEND is read once, when Keras is "
-            "first imported: set it before anything imports keras)"
+            f"the recipe was measured on the Keras backend {config.backend!r}, but Keras runs "
+            f"on {loaded!r} here: set KERAS_BACKEND={config.backend} before anything imports "
+            "keras, or use a recipe measured on this backend"
         )
+    raise ConfigError(
+        f"{config.describe()} asks for the Keras backend {config.backend!r}, but Keras "
+        f"runs on {loaded!r} in this process (KERAS_BACKEND is read once, when Keras is "
+        "first imported: set it before anything imports keras)"
+    )
 
 
 def is_jax() -> bool:

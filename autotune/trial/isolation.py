@@ -30,10 +30,10 @@ from pathlib import Path
 
 import psutil
 
-import autotune
+from autotune.bundled import reference_of
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import ConfigError, TrialFailure
-from autotune.experiment import Experiment, reference_of
+from autotune.experiment import Experiment
 from autotune.result import RunResult
 from autotune.trial.trial_log import LOG_TAIL_LINES as LOG_TAIL_LINES
 from autotune.trial.trial_log import LogCopier, log_limit
@@ -72,7 +72,7 @@ def _source_root() -> str | None:
     on its path (a checkout run without installing); None for an installed package, which the
     child's interpreter finds by itself (putting site-packages on PYTHONPATH would put it before
     the standard library)."""
-    root = Path(autotune.__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # <root>/autotune/trial/isolation.py
     installed = {sysconfig.get_paths()[key] for key in ("purelib", "platlib")}
     installed |= {*site.getsitepackages(), site.getusersitepackages()}
     if any(Path(folder).resolve() == root for folder in installed if folder):

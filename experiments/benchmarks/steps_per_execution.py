@@ -26,9 +26,7 @@ from provenance import append_results  # type: ignore[import-not-found]
 
 from autotune import TrialConfig
 from autotune.analysis.head_to_head import paired_ratio, ratio_text
-from autotune.bundled import experiment_reference
-from autotune.experiment import load_experiment
-from autotune.space import resolve_space
+from autotune.bundled import experiment_reference, load_experiment, resolve_space
 from autotune.study.confirming import speed_settings
 from autotune.trial.isolation import run_isolated
 

@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 
 from autotune import Experiment, TrialConfig, hardware
+from autotune.bundled import load_experiment
 from autotune.exceptions import ConfigError
-from autotune.experiment import load_experiment
-from autotune.recipe import AppliedRecipe, HardwareMismatchWarning, Recipe, apply
+from autotune.recipe import Recipe
+from autotune.trial.applied import AppliedRecipe, HardwareMismatchWarning, apply
 from autotune.trial.pipeline import training_pipeline
 from tests.support import readme_example
 

@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 from autotune import ConfigError, RunResult, RunSettings, TrialConfig, TrialFailure
-from autotune.experiment import load_experiment
+from autotune.bundled import load_experiment
 from autotune.trial.isolation import run_isolated
 
 pytestmark = pytest.mark.slow  # every test starts a TensorFlow trial process

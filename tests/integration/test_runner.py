@@ -20,7 +20,7 @@ from autotune import (
     TrialConfig,
     TrialFailure,
 )
-from autotune.experiment import load_experiment
+from autotune.bundled import load_experiment
 from autotune.trial.model import ensure_float32_head
 from autotune.trial.pipeline import training_pipeline
 from autotune.trial.runner import run_trial

@@ -15,10 +15,11 @@ import pytest
 
 from autotune import hardware
 from autotune.analysis.attribution import changed_settings, reverted
+from autotune.bundled import resolve_space
 from autotune.config import BACKENDS, TrialConfig, backend_missing
 from autotune.exceptions import ConfigError
 from autotune.recipe import Recipe
-from autotune.space import IntRange, SearchSpace, choices, load_space, resolve_space
+from autotune.space import IntRange, SearchSpace, choices, load_space
 from autotune.study.checks import check_backends
 from autotune.study.start import combined_config, space_params, structured_start
 from autotune.study.tensorboard_log import hparam_values

@@ -18,13 +18,15 @@ from autotune.bundled import (
     EXPERIMENTS,
     SPACES,
     experiment_reference,
+    load_experiment,
+    reference_of,
+    resolve_space,
     space_file,
     space_names,
 )
 from autotune.cli import main
 from autotune.exceptions import ConfigError, ExperimentError
-from autotune.experiment import Experiment, load_experiment, reference_of
-from autotune.space import resolve_space
+from autotune.experiment import Experiment
 
 PACKAGE = Path(autotune.__file__).resolve().parent
 CHECKOUT_EXPERIMENTS = PACKAGE.parent / "experiments"
@@ -74,7 +76,7 @@ def test_the_checkout_path_re_exports_the_same_experiment(name: str) -> None:
 def test_bundled_experiments_import_without_tensorflow() -> None:
     code = (
         "import sys\n"
-        "from autotune.experiment import load_experiment\n"
+        "from autotune.bundled import load_experiment\n"
         f"for name in {EXPERIMENTS!r}:\n"
         "    load_experiment(name)\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras')))\n"

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from autotune.bundled import load_experiment, reference_of
 from autotune.exceptions import ConfigError, ExperimentError
-from autotune.experiment import LR_SCALINGS, Experiment, load_experiment, reference_of
+from autotune.experiment import LR_SCALINGS, Experiment
 
 
 def make_experiment(**changes):

@@ -6,7 +6,8 @@ other.
   "Code map"). Reading a stored study loads neither Plotly nor Dash, and the read-only commands
   never load TensorFlow (README.md, "Reports and the live dashboard"). Each case runs in a fresh
   interpreter, so nothing another test imported can hide a failure or cause one.
-- The modules import each other without a cycle.
+- The modules import each other without a cycle, and no import runs back up the layers
+  (:data:`LAYER_IMPORTS`).
 - No module is over :data:`MAX_LINES` lines.
 """
 
@@ -307,6 +308,90 @@ def test_modules_import_each_other_without_a_cycle() -> None:
     cycles = find_cycles(import_graph())
 
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+# --------------------------------------------------------------------------------------------
+# The layers: data flows down, no import runs back up
+# --------------------------------------------------------------------------------------------
+
+#: Each layer and the layers its modules may import (their own included). The core (the flat
+#: modules and ``analysis/``) imports only itself; ``bundled`` (the short names of the bundled
+#: experiments and spaces) sits on the core; read-only ``views`` read ``store`` alone, never
+#: ``study`` or ``trial``; ``cli`` is the edge. ``autotune`` itself (the public API) and
+#: ``__main__`` may import anything; the bundled experiment modules are written as a user's,
+#: against the public API, and are not checked.
+LAYER_IMPORTS: dict[str, set[str]] = {
+    "core": {"core"},
+    "bundled": {"core", "bundled"},
+    "store": {"core", "store"},
+    "trial": {"core", "bundled", "trial"},
+    "views": {"core", "store", "views"},
+    "study": {"core", "bundled", "store", "trial", "study"},
+    "cli": {"core", "bundled", "store", "trial", "study", "views", "cli"},
+}
+#: The folders of the package and their layer.
+FOLDER_LAYERS = {
+    "analysis": "core",
+    "bundled": "bundled",
+    "store": "store",
+    "trial": "trial",
+    "views": "views",
+    "study": "study",
+    "cli": "cli",
+}
+
+
+def layer_of(module: str) -> str | None:
+    """``module``'s layer; None for the public API and the bundled experiment modules."""
+    parts = module.split(".")[1:]
+    if not parts or parts == ["__main__"]:
+        return None
+    if len(parts) == 1 and parts[0] not in FOLDER_LAYERS:
+        return "core"  # a flat module
+    if parts[0] == "bundled" and len(parts) > 1:
+        return None
+    return FOLDER_LAYERS.get(parts[0], f"unplaced folder {parts[0]!r}")
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Each import in ``graph`` from a module into a layer its own may not import."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        here = layer_of(module)
+        if here is None:
+            continue
+        for target in sorted(targets):
+            there = layer_of(target) or "the public API"
+            if there not in LAYER_IMPORTS.get(here, set()):
+                found.append(f"{module} ({here}) imports {target} ({there})")
+    return found
+
+
+def test_every_folder_of_the_package_has_a_layer() -> None:
+    folders = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
+
+    assert folders == set(FOLDER_LAYERS)
+
+
+def test_no_import_runs_back_up_the_layers() -> None:
+    found = upward_imports(import_graph())
+
+    assert not found, "imports against the layers:\n" + "\n".join(found)
+
+
+def test_the_layer_check_finds_an_import_back_up() -> None:
+    graph = {
+        "autotune.config": {"autotune.views.terminal"},
+        "autotune.views.terminal": {"autotune.study.study", "autotune.store.records"},
+        "autotune.store.records": {"autotune.config"},
+        "autotune.cli.commands": {"autotune.study.study", "autotune.views.terminal"},
+        "autotune": {"autotune.study"},
+    }
+
+    assert upward_imports(graph) == [
+        "autotune.config (core) imports autotune.views.terminal (views)",
+        "autotune.views.terminal (views) imports autotune.study.study (study)",
+    ]
 
 
 def test_no_module_is_over_the_line_limit() -> None:

@@ -1,4 +1,4 @@
-"""autotune.store.outputs: output files written atomically, never over a study or through a link."""
+"""autotune.outputs: output files written atomically, never over a study or through a link."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from autotune.cli import error_message
 from autotune.exceptions import ConfigError
-from autotune.store.outputs import SQLITE_MAGIC, check_output, write_output
+from autotune.outputs import SQLITE_MAGIC, check_output, write_output
 
 
 def test_writes_a_new_file_and_replaces_an_old_one(tmp_path: Path) -> None:

@@ -15,20 +15,14 @@ from pathlib import Path
 import pytest
 
 import autotune
-import autotune.recipe as recipe_module
+import autotune.trial.applied as applied_module
 from autotune import hardware
+from autotune.bundled import load_experiment
 from autotune.config import TrialConfig
 from autotune.exceptions import ConfigError
-from autotune.experiment import Experiment, load_experiment
-from autotune.recipe import (
-    HARDWARE_KEYS,
-    RECIPE_FORMAT,
-    AppliedRecipe,
-    HardwareMismatchWarning,
-    Recipe,
-    apply,
-    hardware_differences,
-)
+from autotune.experiment import Experiment
+from autotune.recipe import HARDWARE_KEYS, RECIPE_FORMAT, Recipe, hardware_differences
+from autotune.trial.applied import AppliedRecipe, HardwareMismatchWarning, apply
 from autotune.trial.compile_settings import compile_settings
 from tests.support import readme_example
 
@@ -324,7 +318,7 @@ def machine(monkeypatch):
     facts = dict(HERE)
     policies: list[str] = []
     monkeypatch.setattr(hardware, "hardware", lambda: facts)
-    monkeypatch.setattr(recipe_module, "_set_dtype_policy", policies.append)
+    monkeypatch.setattr(applied_module, "_set_dtype_policy", policies.append)
     return facts, policies
 
 
@@ -490,7 +484,7 @@ def test_no_warning_on_the_same_hardware():
 
 def test_no_warning_on_this_real_machine(monkeypatch):
     monkeypatch.undo()  # the real hardware facts, but keep Keras unloaded:
-    monkeypatch.setattr(recipe_module, "_set_dtype_policy", lambda name: None)
+    monkeypatch.setattr(applied_module, "_set_dtype_policy", lambda name: None)
     recipe = make_recipe(hardware={**hardware.hardware(), "devices": ["/CPU:0"], "cuda": ""})
 
     with warnings.catch_warnings():
@@ -574,7 +568,7 @@ def test_nothing_here_loads_tensorflow(tmp_path):
     code = (
         "import sys, warnings\n"
         "warnings.simplefilter('ignore')\n"
-        "from autotune.recipe import AppliedRecipe\n"
+        "from autotune.trial.applied import AppliedRecipe\n"
         f"applied = AppliedRecipe.from_recipe({str(path)!r})\n"
         "assert applied.compile_kwargs()['jit_compile'] is True\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras'))\n"

@@ -13,9 +13,10 @@ from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState
 
 from autotune import hardware
+from autotune.bundled import resolve_space
 from autotune.config import TrialConfig
 from autotune.exceptions import ConfigError
-from autotune.space import IntRange, SearchSpace, choices, resolve_space
+from autotune.space import IntRange, SearchSpace, choices
 from autotune.study import Study
 from autotune.study import start as start_module
 from autotune.study.scoring import MIN_SHORTFALL, speed_shortfall

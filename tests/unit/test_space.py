@@ -10,10 +10,11 @@ import optuna
 import pytest
 
 import autotune
+from autotune.bundled import SPACES as BUNDLED_SPACES
+from autotune.bundled import resolve_space
 from autotune.config import AUTOTUNE, PRECISIONS, RunSettings, TrialConfig
 from autotune.exceptions import ConfigError
 from autotune.space import (
-    BUNDLED_SPACES,
     MEASURE_KEYS,
     PARAMETERS,
     Choice,
@@ -22,7 +23,6 @@ from autotune.space import (
     choices,
     describe_parameters,
     load_space,
-    resolve_space,
     space_from_dict,
 )
 

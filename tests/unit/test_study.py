@@ -233,7 +233,7 @@ def test_settings_take_the_space_measure_overrides(make_study):
 
 
 def test_study_accepts_an_experiment_object(storage, experiment_ref):
-    from autotune.experiment import load_experiment
+    from autotune.bundled import load_experiment
 
     experiment = load_experiment(experiment_ref)
 

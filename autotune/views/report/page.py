@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from autotune.exceptions import ConfigError
-from autotune.store.outputs import check_output, write_output
+from autotune.outputs import check_output, write_output
 from autotune.store.records import StudyRecords
 from autotune.store.storage import storage_files
 from autotune.views import _plotly
@@ -154,7 +154,7 @@ def write_report(records: StudyRecords, output: str | Path, plotly_js: str = "in
     """Writes :func:`render_report` (with ``plotly_js``) to the file ``output`` atomically and
     returns its path; ConfigError naming ``output`` when it cannot be written, or when it is the
     study's storage, another SQLite database or a symbolic link (see
-    :func:`autotune.store.outputs.write_output`)."""
+    :func:`autotune.outputs.write_output`)."""
     check_plotly_js(plotly_js)
     protected = storage_files(records.storage)
     check_output(output, what="report file", protected=protected)
