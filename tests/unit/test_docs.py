@@ -3,7 +3,8 @@ missing page or a snippet that is gone fails; and its CLI reference, generated b
 documents every command of ``autotune`` and every option, read from click itself.
 
 Needs the docs extra (``pip install -e ".[docs]"``); without it the tests skip, unless
-``AUTOTUNE_REQUIRE_DOCS=1`` (set by ``.ci/run`` after it installs the extra), when they fail.
+``AUTOTUNE_REQUIRE_DOCS=1`` (set by ``.ci/run``; the README's test command installs the extra),
+when they fail.
 """
 
 from __future__ import annotations
