@@ -1,1 +1,1 @@
-"""Reliability tests: real processes killed, hung and crashed on purpose (README, Reliability)."""
+"""Reliability tests: real processes killed, hung and crashed on purpose (docs/reliability.md)."""

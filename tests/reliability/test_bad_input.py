@@ -1,4 +1,4 @@
-"""README.md, "Reliability": bad input given to the ``autotune`` command gets a one-line error on
+"""docs/reliability.md: bad input given to the ``autotune`` command gets a one-line error on
 stderr ('autotune: error: ...') that names the file, key or argument, what was expected and what
 was received; the exit code is 2 and the storage is left as it was."""
 

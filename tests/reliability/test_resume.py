@@ -1,4 +1,4 @@
-"""README.md, "Reliability": a study killed with SIGKILL and started again with the same command
+"""docs/reliability.md: a study killed with SIGKILL and started again with the same command
 loses no completed trial, fails the interrupted trial and retries it once with the same parameters,
 ends with exactly the number of trials asked for, and measures no configuration twice.
 

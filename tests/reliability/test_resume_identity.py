@@ -1,4 +1,4 @@
-"""README.md, "Reliability": resuming a study with another experiment, search space, tolerance or
+"""docs/reliability.md: resuming a study with another experiment, search space, tolerance or
 hardware is refused with a one-line error naming what differs (exit code 2, storage untouched), and
 allowed explicitly with --allow-mismatch, which records the difference. Never silently mixed.
 

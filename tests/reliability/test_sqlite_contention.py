@@ -1,4 +1,4 @@
-"""README.md, "Reliability" (the SQLite part): a study on an SQLite storage never fails on "database
+"""docs/reliability.md (the SQLite part): a study on an SQLite storage never fails on "database
 is locked" while another connection holds the database exclusively for seconds and a reader keeps
 loading the study; every trial is finalised.
 

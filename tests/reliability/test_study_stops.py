@@ -1,4 +1,4 @@
-"""README.md, "Reliability": when the study process dies (SIGKILL) its trial process dies too;
+"""docs/reliability.md: when the study process dies (SIGKILL) its trial process dies too;
 SIGINT and SIGTERM stop the running trial, mark it interrupted, leave nothing RUNNING and exit
 130/143.
 

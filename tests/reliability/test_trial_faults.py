@@ -1,4 +1,4 @@
-"""README.md, "Reliability": a trial that crashes, is killed, exits, raises, runs out of memory,
+"""docs/reliability.md: a trial that crashes, is killed, exits, raises, runs out of memory,
 produces NaN or hangs ends as a failed trial with its kind, message and log tail, and the study goes
 on; too many failures in a row stop it with a clear message; a hanging trial is stopped at its time
 limit with nothing of it left behind."""

@@ -1,4 +1,4 @@
-"""Shared helpers of the reliability tests (the guarantees listed in README.md, "Reliability").
+"""Shared helpers of the reliability tests (the guarantees listed in docs/reliability.md).
 
 Every test works in a :class:`Sandbox`: its own folder, SQLite storage, temporary folder for
 trial processes (``TMPDIR``) and marker folder, so the processes it starts can be told apart

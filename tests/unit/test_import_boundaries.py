@@ -2,9 +2,9 @@
 other.
 
 - No module outside ``autotune.trial`` (nor the ``autotune.trial`` package itself) imports
-  TensorFlow or Keras when it is imported: they load in the trial process alone (README.md,
-  "Code map"). Reading a stored study loads neither Plotly nor Dash, and the read-only commands
-  never load TensorFlow (README.md, "Reports and the live dashboard"). Each case runs in a fresh
+  TensorFlow or Keras when it is imported: they load in the trial process alone
+  (docs/architecture.md). Reading a stored study loads neither Plotly nor Dash, and the read-only
+  commands never load TensorFlow (docs/reports.md). Each case runs in a fresh
   interpreter, so nothing another test imported can hide a failure or cause one.
 - The modules import each other without a cycle, and no import runs back up the layers
   (:data:`LAYER_IMPORTS`).

@@ -160,8 +160,8 @@ def test_the_best_trials_card_still_ignores_constraints(
     detail: dict[str, Any], optuna_study: optuna.Study
 ) -> None:
     """optuna-dashboard 0.21 computes ``best_trials`` (its "Best Trials" card) from the values
-    alone (optuna/optuna-dashboard#772); README.md says so. When a version fixes that, this
-    fails: update README.md and this test."""
+    alone (optuna/optuna-dashboard#772); docs/reports.md says so. When a version fixes that, this
+    fails: update docs/reports.md and this test."""
     card = sorted(t["number"] for t in detail["best_trials"])
 
     assert card == sorted([*best_numbers(optuna_study), *INFEASIBLE])
