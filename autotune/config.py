@@ -178,20 +178,21 @@ class TrialConfig:
         return "xla" if self.jit_compile else "no-xla"
 
     def describe(self) -> str:
-        """A one-line summary for people, e.g. 'bs=128 mixed_bfloat16 xla pf=autotune ...'
-        ('jax.jit' in place of 'xla' on the JAX backend; steps per execution only where it is
-        not 1, thread counts only where set)."""
-        steps = f" steps={self.steps_per_execution}" if self.steps_per_execution != 1 else ""
-        threads = "".join(
-            f" {label}={getattr(self, name)}"
-            for name, label in zip(THREAD_SETTINGS, ("intra", "inter", "data-pool"), strict=True)
-            if getattr(self, name)
-        )
-        return (
-            f"bs={self.batch_size} {self.precision} {self.compiler} "
-            f"prefetch={self.prefetch} parallel={self.num_parallel_calls} "
-            f"shuffle={self.shuffle_buffer}{steps}{threads}"
-        )
+        """A one-line summary for people, e.g. 'bs=128 mixed_bfloat16 xla pf=autotune ...':
+        each setting by its :attr:`~autotune.settings.Setting.short` key, those not
+        :attr:`~autotune.settings.Setting.shown_at_default` only where they are not at their
+        default (steps per execution, thread counts); XLA and the backend as :attr:`compiler`
+        ('jax.jit' in place of 'xla' on the JAX backend)."""
+        parts = []
+        for setting in settings.SETTINGS:
+            value = getattr(self, setting.name)
+            if setting.name == "jit_compile":
+                parts.append(self.compiler)
+            elif setting.short is not None and (
+                setting.shown_at_default or value != setting.default
+            ):
+                parts.append(f"{setting.short}={value}" if setting.short else str(value))
+        return " ".join(parts)
 
     @property
     def samples_per_call(self) -> int:
@@ -317,5 +318,5 @@ class RunSettings:
 
     @classmethod
     def from_dict(cls, data: object, source: str = "run settings") -> RunSettings:
-        settings: RunSettings = _from_mapping(cls, data, source)
-        return settings
+        run_settings: RunSettings = _from_mapping(cls, data, source)
+        return run_settings

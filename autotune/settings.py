@@ -42,6 +42,9 @@ class Setting:
         help: what it does, for people (the documentation and the ``--config`` help).
         label: its display name (TensorBoard's HParams table, views).
         summary: one short line of what it is (TensorBoard's HParams description).
+        short: its key in one-line summaries (:meth:`autotune.config.TrialConfig.describe`,
+            "bs=128"); "" shows the value alone ("float32"); None: not shown on its own.
+        shown_at_default: whether a summary shows it at its default value too.
         choices: the values of a str setting.
         minimum, maximum: the bounds of an int setting. The maximum is far above any real job
             and low enough that a typo (1e20) or an overflow is refused before it reaches numpy
@@ -68,6 +71,8 @@ class Setting:
     help: str
     label: str
     summary: str
+    short: str | None = None
+    shown_at_default: bool = False
     choices: tuple[str, ...] = ()
     minimum: int = 0
     maximum: int = 0
@@ -133,6 +138,8 @@ SETTINGS: tuple[Setting, ...] = (
         help="examples per training step.",
         label="batch size",
         summary="examples per training step",
+        short="bs",
+        shown_at_default=True,
         minimum=1,
         maximum=1 << 20,
         multiples=(8, 16),
@@ -145,6 +152,8 @@ SETTINGS: tuple[Setting, ...] = (
         help="Keras dtype policy name: float32, mixed_float16 or mixed_bfloat16.",
         label="precision",
         summary="Keras dtype policy",
+        short="",
+        shown_at_default=True,
         choices=get_args(Precision),
         draw_first=1,
         probe=0,
@@ -167,6 +176,8 @@ SETTINGS: tuple[Setting, ...] = (
         "own prefetch injection is turned off too). It only buffers: the same learning.",
         label="prefetch",
         summary="batches tf.data prefetches: 'autotune' or a count",
+        short="prefetch",
+        shown_at_default=True,
         maximum=1 << 12,
         autotune=True,
         changes_learning=False,
@@ -179,6 +190,8 @@ SETTINGS: tuple[Setting, ...] = (
         "deterministic at any parallelism: the same learning.",
         label="parallel calls",
         summary="parallel calls of the preprocessing map",
+        short="parallel",
+        shown_at_default=True,
         minimum=1,
         maximum=1 << 12,
         autotune=True,
@@ -191,6 +204,8 @@ SETTINGS: tuple[Setting, ...] = (
         help="examples in the shuffle buffer (1 disables shuffling).",
         label="shuffle buffer",
         summary="examples in the shuffle buffer",
+        short="shuffle",
+        shown_at_default=True,
         minimum=1,
         maximum=1 << 30,
     ),
@@ -204,6 +219,7 @@ SETTINGS: tuple[Setting, ...] = (
         "is trained one step per call).",
         label="steps per execution",
         summary="training steps per call (model.compile)",
+        short="steps",
         minimum=1,
         maximum=1 << 12,
         changes_learning=False,
@@ -217,6 +233,7 @@ SETTINGS: tuple[Setting, ...] = (
         "default (one per usable core).",
         label="intra-op threads",
         summary="threads per TensorFlow op (0: its default)",
+        short="intra",
         maximum=1 << 10,
         zero="the default",
         process_fixed=True,
@@ -229,6 +246,7 @@ SETTINGS: tuple[Setting, ...] = (
         help="ops TensorFlow runs at once; 0 leaves its default.",
         label="inter-op threads",
         summary="TensorFlow ops run at once (0: its default)",
+        short="inter",
         maximum=1 << 10,
         zero="the default",
         process_fixed=True,
@@ -242,6 +260,7 @@ SETTINGS: tuple[Setting, ...] = (
         "threading); 0 shares TensorFlow's.",
         label="tf.data pool",
         summary="the pipeline's own threads (0: shared pool)",
+        short="data-pool",
         maximum=1 << 10,
         zero="the default",
         group=THREADS,
