@@ -96,8 +96,18 @@ def test_the_derived_names_are_the_tables() -> None:
     assert {k: v for k, v in LIMITS.items() if k != "seed"} == settings.limits()
     assert LIMITS["seed"] == 2**32 - 1
     assert settings.draw_order() == PARAMETERS
-    assert PARAMETERS[:4] == ("backend", "precision", "jit_compile", "batch_size")
-    assert set(PARAMETERS) == set(settings.names())
+    drawn = (  # the order a space draws them in
+        "backend",
+        "precision",
+        "jit_compile",
+        "batch_size",
+        "prefetch",
+        "num_parallel_calls",
+        "shuffle_buffer",
+        "steps_per_execution",
+        *THREAD_SETTINGS,
+    )
+    assert drawn == PARAMETERS
     assert settings.names() == attribution.SETTINGS
     assert attribution.CURVE_NEUTRAL == ("prefetch", "num_parallel_calls", "steps_per_execution")
     assert start.FACTORS == (
