@@ -40,7 +40,7 @@ class Setting:
         kind: the Python type of its values: bool, int or str (then ``choices`` holds them).
         default: the baseline's value; None where the experiment gives it (``batch_size``).
         help: what it does, for people (the documentation and the ``--config`` help).
-        label: its display name (TensorBoard's HParams table, views).
+        label: its display name (TensorBoard's HParams table, the JSON schema's title).
         summary: one short line of what it is (TensorBoard's HParams description).
         short: its key in one-line summaries (:meth:`autotune.config.TrialConfig.describe`,
             "bs=128"); "" shows the value alone ("float32"); None: not shown on its own.
@@ -59,8 +59,9 @@ class Setting:
             built (the backend as ``KERAS_BACKEND``, TensorFlow's thread pools).
         group: a family of settings handled together ("threads": the CPU thread counts).
         draw_first: where a search space draws it before the other settings (0 first): the
-            backend, precision and XLA, which memory and speed depend on most; None: after
-            them, in table order.
+            backend (which decides whether XLA is drawn at all), then precision and XLA, so a
+            sampler can relate the batch sizes that fit to them; None: after them, in table
+            order.
         probe: where the structured start's one-factor probes and neighbours change it (0
             first; :mod:`autotune.study.start`); None: never probed alone.
     """
