@@ -14,15 +14,14 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
+from autotune import settings
 from autotune.exceptions import ConfigError
+from autotune.settings import AUTOTUNE, Backend, Precision, Tunable
 
-Precision = Literal["float32", "mixed_float16", "mixed_bfloat16"]
-PRECISIONS: tuple[str, ...] = get_args(Precision)
-#: The Keras 3 backends a trial can run on (set as ``KERAS_BACKEND`` before Keras is imported).
-Backend = Literal["tensorflow", "jax"]
-BACKENDS: tuple[str, ...] = get_args(Backend)
+PRECISIONS: tuple[str, ...] = settings.setting("precision").choices
+BACKENDS: tuple[str, ...] = settings.setting("backend").choices
 #: What installs each optional backend.
 BACKEND_INSTALL = {"jax": "pip install 'autotune[jax]'"}
 
@@ -36,32 +35,18 @@ def backend_missing(backend: str) -> str | None:
     return f"the Keras backend {backend!r} needs {backend}, which is not installed ({install})"
 
 
-AUTOTUNE: Literal["autotune"] = "autotune"
-Tunable = int | Literal["autotune"]
-
-
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-#: The largest values accepted: far above any real job, low enough that a typo (1e20) or an
-#: overflow is refused before it reaches numpy or TensorFlow.
-LIMITS = {
-    "batch_size": 1 << 20,
-    "shuffle_buffer": 1 << 30,
-    "prefetch": 1 << 12,
-    "num_parallel_calls": 1 << 12,
-    "steps_per_execution": 1 << 12,
-    "intra_op_threads": 1 << 10,
-    "inter_op_threads": 1 << 10,
-    "private_threadpool_size": 1 << 10,
-    "seed": 2**32 - 1,  # numpy's seed range
-}
+#: The largest values accepted: the settings' (:attr:`autotune.settings.Setting.maximum`) and
+#: numpy's seed range.
+LIMITS = {**settings.limits(), "seed": 2**32 - 1}
 
 
 #: TrialConfig's CPU thread counts (0: the default), set in the trial process before TensorFlow
 #: runs anything (:mod:`autotune.trial.threads`).
-THREAD_SETTINGS = ("intra_op_threads", "inter_op_threads", "private_threadpool_size")
+THREAD_SETTINGS = settings.in_group(settings.THREADS)
 
 
 def _range_text(minimum: int, maximum: int | None) -> str:
@@ -73,17 +58,6 @@ def _check_int(owner: str, name: str, value: object, minimum: int) -> None:
     if not _is_int(value) or value < minimum or (maximum is not None and value > maximum):  # type: ignore[operator]
         raise ConfigError(
             f"{owner}.{name} must be an integer {_range_text(minimum, maximum)}. "
-            f"Received: {name}={value!r}"
-        )
-
-
-def _check_tunable(owner: str, name: str, value: object, minimum: int) -> None:
-    if value == AUTOTUNE:
-        return
-    maximum = LIMITS.get(name)
-    if not _is_int(value) or value < minimum or (maximum is not None and value > maximum):  # type: ignore[operator]
-        raise ConfigError(
-            f"{owner}.{name} must be 'autotune' or an integer {_range_text(minimum, maximum)}. "
             f"Received: {name}={value!r}"
         )
 
@@ -143,30 +117,13 @@ def _parse_json(text: str, source: str) -> object:
 
 @dataclass(frozen=True)
 class TrialConfig:
-    """The training performance settings of one trial.
+    """The training performance settings of one trial: one field per setting of
+    :data:`autotune.settings.SETTINGS`, whose help says what each does.
 
-    Attributes:
-        batch_size: examples per training step.
-        precision: Keras dtype policy name: float32, mixed_float16 or mixed_bfloat16.
-        jit_compile: compile the training step with XLA.
-        prefetch: batches tf.data prefetches, or "autotune"; 0 is no prefetch at all (tf.data's
-            own prefetch injection is turned off too).
-        num_parallel_calls: parallel calls of the per-example preprocessing map, or "autotune".
-        shuffle_buffer: examples in the shuffle buffer (1 disables shuffling).
-        steps_per_execution: training steps Keras runs per call of its training function
-            (``model.compile(steps_per_execution=...)``): fewer calls from Python, less
-            per-step overhead; the same batches in the same order, so the same learning.
-        intra_op_threads: threads TensorFlow gives one op (``tf.config.threading``); 0 leaves
-            TensorFlow's default (one per usable core).
-        inter_op_threads: ops TensorFlow runs at once; 0 leaves its default.
-        private_threadpool_size: threads of the training pipeline's own tf.data pool
-            (``tf.data.Options().threading``); 0 shares TensorFlow's.
-        backend: the Keras backend the model trains on, "tensorflow" or "jax" (the tf.data
-            pipeline feeds either). On TensorFlow ``jit_compile`` is XLA; on JAX it is
-            ``jax.jit`` (XLA too), which JAX needs: ``backend="jax"`` without ``jit_compile``
-            is refused, since Keras would then run every JAX operation eagerly, one by one (a
-            debugging mode, not a speed setting). On JAX the thread counts size only the
-            TensorFlow pools of the input pipeline; XLA's CPU runtime keeps its own.
+    On TensorFlow ``jit_compile`` is XLA; on JAX it is ``jax.jit`` (XLA too), which JAX needs:
+    ``backend="jax"`` without ``jit_compile`` is refused, since Keras would then run every JAX
+    operation eagerly, one by one (a debugging mode, not a speed setting). On JAX the thread
+    counts size only the TensorFlow pools of the input pipeline; XLA's CPU runtime keeps its own.
     """
 
     batch_size: int
@@ -182,28 +139,8 @@ class TrialConfig:
     backend: Backend = "tensorflow"
 
     def __post_init__(self) -> None:
-        _check_int("TrialConfig", "batch_size", self.batch_size, 1)
-        if self.precision not in PRECISIONS:
-            raise ConfigError(
-                f"TrialConfig.precision must be one of {list(PRECISIONS)}. "
-                f"Received: precision={self.precision!r}"
-            )
-        if not isinstance(self.jit_compile, bool):
-            raise ConfigError(
-                f"TrialConfig.jit_compile must be true or false. "
-                f"Received: jit_compile={self.jit_compile!r}"
-            )
-        _check_tunable("TrialConfig", "prefetch", self.prefetch, 0)
-        _check_tunable("TrialConfig", "num_parallel_calls", self.num_parallel_calls, 1)
-        _check_int("TrialConfig", "shuffle_buffer", self.shuffle_buffer, 1)
-        _check_int("TrialConfig", "steps_per_execution", self.steps_per_execution, 1)
-        for name in THREAD_SETTINGS:
-            _check_int("TrialConfig", name, getattr(self, name), 0)
-        if self.backend not in BACKENDS:
-            raise ConfigError(
-                f"TrialConfig.backend must be one of {list(BACKENDS)}. "
-                f"Received: backend={self.backend!r}"
-            )
+        for name in _FIELDS:
+            settings.setting(name).check("TrialConfig", getattr(self, name))
         if self.backend == "jax" and not self.jit_compile:
             raise ConfigError(
                 "TrialConfig: backend='jax' needs jit_compile=true: Keras trains a JAX model "
@@ -241,26 +178,31 @@ class TrialConfig:
         return "xla" if self.jit_compile else "no-xla"
 
     def describe(self) -> str:
-        """A one-line summary for people, e.g. 'bs=128 mixed_bfloat16 xla pf=autotune ...'
-        ('jax.jit' in place of 'xla' on the JAX backend; steps per execution only where it is
-        not 1, thread counts only where set)."""
-        steps = f" steps={self.steps_per_execution}" if self.steps_per_execution != 1 else ""
-        threads = "".join(
-            f" {label}={getattr(self, name)}"
-            for name, label in zip(THREAD_SETTINGS, ("intra", "inter", "data-pool"), strict=True)
-            if getattr(self, name)
-        )
-        return (
-            f"bs={self.batch_size} {self.precision} {self.compiler} "
-            f"prefetch={self.prefetch} parallel={self.num_parallel_calls} "
-            f"shuffle={self.shuffle_buffer}{steps}{threads}"
-        )
+        """A one-line summary for people, e.g. 'bs=128 mixed_bfloat16 xla pf=autotune ...':
+        each setting by its :attr:`~autotune.settings.Setting.short` key, those not
+        :attr:`~autotune.settings.Setting.shown_at_default` only where they are not at their
+        default (steps per execution, thread counts); XLA and the backend as :attr:`compiler`
+        ('jax.jit' in place of 'xla' on the JAX backend)."""
+        parts = []
+        for setting in settings.SETTINGS:
+            value = getattr(self, setting.name)
+            if setting.name == "jit_compile":
+                parts.append(self.compiler)
+            elif setting.short is not None and (
+                setting.shown_at_default or value != setting.default
+            ):
+                parts.append(f"{setting.short}={value}" if setting.short else str(value))
+        return " ".join(parts)
 
     @property
     def samples_per_call(self) -> int:
         """Training examples per call of the training function: batch size x steps per
         execution."""
         return self.batch_size * self.steps_per_execution
+
+
+#: TrialConfig's fields, in order (the settings table's order: tests/unit/test_settings.py).
+_FIELDS = tuple(field.name for field in dataclasses.fields(TrialConfig))
 
 
 @dataclass(frozen=True)
@@ -376,5 +318,5 @@ class RunSettings:
 
     @classmethod
     def from_dict(cls, data: object, source: str = "run settings") -> RunSettings:
-        settings: RunSettings = _from_mapping(cls, data, source)
-        return settings
+        run_settings: RunSettings = _from_mapping(cls, data, source)
+        return run_settings

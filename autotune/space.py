@@ -31,15 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autotune.config import (
-    AUTOTUNE,
-    BACKENDS,
-    LIMITS,
-    PRECISIONS,
-    THREAD_SETTINGS,
-    RunSettings,
-    TrialConfig,
-)
+from autotune import settings
+from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -50,26 +43,11 @@ else:  # pragma: no cover - Python 3.10
 if TYPE_CHECKING:
     import optuna
 
-PARAMETERS = (
-    "backend",
-    "precision",
-    "jit_compile",
-    "batch_size",
-    "prefetch",
-    "num_parallel_calls",
-    "shuffle_buffer",
-    "steps_per_execution",
-    *THREAD_SETTINGS,
-)
+#: The parameters a space may search, in the order they are drawn: the settings of
+#: :data:`autotune.settings.SETTINGS` (read from it when a space is checked or sampled).
+PARAMETERS = settings.draw_order()
 #: Parameters searched as whole numbers (a list or a range).
-INTEGER_PARAMETERS = (
-    "batch_size",
-    "shuffle_buffer",
-    "prefetch",
-    "num_parallel_calls",
-    "steps_per_execution",
-    *THREAD_SETTINGS,
-)
+INTEGER_PARAMETERS = settings.integers()
 #: Fields of RunSettings a space file may set in [measure].
 MEASURE_KEYS = (
     "warmup_min_steps",
@@ -83,7 +61,7 @@ MEASURE_KEYS = (
     "time_limit_seconds",
     "memory_limit_bytes",
 )
-MULTIPLES = (8, 16)
+MULTIPLES = settings.setting("batch_size").multiples
 
 
 @dataclass(frozen=True)
@@ -146,7 +124,7 @@ class SearchSpace:
         not drawn: JAX trains through ``jax.jit`` (see :class:`TrialConfig`), so it is true.
         """
         values: dict[str, Any] = {"batch_size": base_batch_size}
-        for key in PARAMETERS:
+        for key in settings.draw_order():
             parameter = self.parameters.get(key)
             fixed = inactive_parameters(values)
             if key in fixed:
@@ -211,39 +189,17 @@ def _is_int(value: object) -> bool:
 
 def _check_value(source: str, name: str, key: str, value: object) -> None:
     """Checks one candidate value of parameter ``name``; ``key`` locates it in messages."""
-    if name == "precision":
-        if value not in PRECISIONS:
-            raise _fail(source, key, f"one of {list(PRECISIONS)}", value)
-    elif name == "backend":
-        if value not in BACKENDS:
-            raise _fail(source, key, f"one of {list(BACKENDS)}", value)
-    elif name == "jit_compile":
-        if not isinstance(value, bool):
-            raise _fail(source, key, "true or false", value)
-    elif name in ("prefetch", "num_parallel_calls"):
-        minimum = 0 if name == "prefetch" else 1
-        if value != AUTOTUNE and not _in_range(value, minimum, LIMITS[name]):
-            raise _fail(
-                source, key, f"'autotune' or an integer >= {minimum} and <= {LIMITS[name]:,}", value
-            )
-    elif name in ("batch_size", "shuffle_buffer", "steps_per_execution") and not _in_range(
-        value, 1, LIMITS[name]
-    ):
-        raise _fail(source, key, f"an integer >= 1 and <= {LIMITS[name]:,}", value)
-    elif name in THREAD_SETTINGS and not _in_range(value, 0, LIMITS[name]):
-        raise _fail(source, key, f"an integer >= 0 (0: the default) and <= {LIMITS[name]:,}", value)
-
-
-def _in_range(value: object, low: int, high: int) -> bool:
-    return _is_int(value) and low <= value <= high  # type: ignore[operator]
+    setting = settings.setting(name)
+    if not setting.accepts(value):
+        raise _fail(source, key, setting.expected(explain_zero=True), value)
 
 
 def _validate_parameter(source: str, key: str, parameter: object) -> None:
     where = f"parameters.{key}"
-    if key not in PARAMETERS:
+    if key not in settings.names():
         raise ConfigError(
-            f"{source}: unknown parameter {where!r}; expected some of {list(PARAMETERS)}. "
-            f"Received: {key!r}"
+            f"{source}: unknown parameter {where!r}; expected some of "
+            f"{list(settings.draw_order())}. Received: {key!r}"
         )
     if isinstance(parameter, Choice):
         if not parameter.values:
@@ -253,7 +209,7 @@ def _validate_parameter(source: str, key: str, parameter: object) -> None:
         for index, value in enumerate(parameter.values):
             _check_value(source, key, f"{where}[{index}]", value)
     elif isinstance(parameter, IntRange):
-        if key not in INTEGER_PARAMETERS:
+        if key not in settings.integers():
             raise _fail(
                 source,
                 where,
@@ -268,9 +224,11 @@ def _validate_parameter(source: str, key: str, parameter: object) -> None:
                 f"Received: low={parameter.low}, high={parameter.high}"
             )
         step = parameter.multiple_of
-        if key == "batch_size" and step not in (1, *MULTIPLES):
+        multiples = settings.setting(key).multiples
+        if multiples and step not in (1, *multiples):
+            allowed = " or ".join(map(str, multiples))
             raise _fail(
-                source, f"{where}.multiple_of", "8 or 16 (or left out for any integer)", step
+                source, f"{where}.multiple_of", f"{allowed} (or left out for any integer)", step
             )
         if not _is_int(step) or step < 1:
             raise _fail(source, f"{where}.multiple_of", "an integer >= 1", step)
@@ -349,10 +307,10 @@ def space_from_dict(data: Mapping[str, Any], source: str) -> SearchSpace:
         raise _fail(source, "description", "a string", description)
     parsed = {}
     for key, raw in parameters.items():
-        if key not in PARAMETERS:
+        if key not in settings.names():
             raise ConfigError(
                 f"{source}: unknown parameter 'parameters.{key}'; expected some of "
-                f"{list(PARAMETERS)}. Received: {key!r}"
+                f"{list(settings.draw_order())}. Received: {key!r}"
             )
         parsed[key] = _parse_parameter(source, key, raw)
     return SearchSpace(name, parsed, dict(measure), description, source)

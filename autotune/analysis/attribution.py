@@ -18,38 +18,32 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from autotune.config import THREAD_SETTINGS, TrialConfig
+from autotune import settings
+from autotune.config import TrialConfig
 from autotune.measure import Estimate, summarize
 
-#: The performance settings of a configuration, in the order they are reported.
-SETTINGS = (
-    "batch_size",
-    "precision",
-    "jit_compile",
-    "prefetch",
-    "num_parallel_calls",
-    "shuffle_buffer",
-    "steps_per_execution",
-    *THREAD_SETTINGS,
-    "backend",
-)
+#: The performance settings of a configuration, in the order they are reported: those of
+#: :data:`autotune.settings.SETTINGS` (read from it when settings are compared).
+SETTINGS = settings.names()
 #: Settings that change how fast steps run, never which examples they see or in what order: the
 #: map is deterministic at any parallelism, prefetch only buffers (:mod:`autotune.trial.pipeline`)
 #: and a trial's curve is trained one step per call whatever ``steps_per_execution`` is
 #: (:mod:`autotune.trial.runner`). Configurations that differ in these alone train the same
-#: curve (the study trains it once: :func:`autotune.study.prediction.learning_twin`).
-CURVE_NEUTRAL = ("prefetch", "num_parallel_calls", "steps_per_execution")
+#: curve (the study trains it once: :func:`autotune.study.prediction.learning_twin`). They are
+#: the settings the table marks as not changing what the model learns
+#: (:attr:`autotune.settings.Setting.changes_learning`).
+CURVE_NEUTRAL = settings.curve_neutral()
 
 
 def changed_settings(config: TrialConfig, baseline: TrialConfig) -> tuple[str, ...]:
-    """The settings in which ``config`` differs from ``baseline``, in :data:`SETTINGS` order.
+    """The settings in which ``config`` differs from ``baseline``, in table order.
 
     On the JAX backend ``jit_compile`` is not a setting of its own (JAX trains through
     ``jax.jit``): a JAX configuration against a TensorFlow one differs in ``backend`` there."""
     tied = config.backend == "jax" and baseline.backend != "jax"
     return tuple(
         s
-        for s in SETTINGS
+        for s in settings.names()
         if getattr(config, s) != getattr(baseline, s) and not (tied and s == "jit_compile")
     )
 
@@ -63,7 +57,8 @@ def reverted(config: TrialConfig, baseline: TrialConfig, *settings: str) -> Tria
 
 def same_curve(a: TrialConfig, b: TrialConfig) -> bool:
     """Whether ``a`` and ``b`` train the same curve (they differ only in curve-neutral settings)."""
-    return all(s in CURVE_NEUTRAL for s in changed_settings(a, b))
+    neutral = settings.curve_neutral()
+    return all(s in neutral for s in changed_settings(a, b))
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,20 @@ from autotune.cli._inputs import read_config
 from autotune.cli._options import EXPERIMENT_ARGUMENT, seed_option
 from autotune.config import RunSettings
 from autotune.exceptions import TrialFailure
+from autotune.settings import names
+
+
+def config_help() -> str:
+    """The help of ``--config``: its keys are the settings of the table."""
+    return f"TrialConfig as JSON, or @file.json. Keys: {', '.join(names())}."
+
+
+class _ConfigOption(click.Option):
+    """``--config``, whose help lists the settings when it is shown."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        self.help = config_help()
+        return super().get_help_record(ctx)
 
 
 @click.command()
@@ -21,11 +35,9 @@ from autotune.exceptions import TrialFailure
 @click.option(
     "--config",
     "config_text",
+    cls=_ConfigOption,
     default='{"batch_size": 32}',
     show_default=True,
-    help="TrialConfig as JSON, or @file.json. Keys: batch_size, precision, jit_compile, "
-    "prefetch, num_parallel_calls, shuffle_buffer, steps_per_execution, intra_op_threads, "
-    "inter_op_threads, private_threadpool_size.",
 )
 @seed_option("Seed for weights and data order.")
 @click.option(

@@ -62,8 +62,9 @@ def out_of_memory_at_most(study: optuna.Study, config: TrialConfig) -> FrozenTri
 def learning_twin(study: optuna.Study, number: int, config: TrialConfig) -> CurveTwin | None:
     """The baseline's seed-0 curve, or a complete trial's other than ``number``, trained with
     the trials' seed and settings that train the same curve as ``config``'s (they differ only in
-    :data:`autotune.analysis.attribution.CURVE_NEUTRAL` ones); None when there is none. A trial
-    then skips its own curve and is scored with this."""
+    settings the table marks as not changing what the model learns:
+    :attr:`autotune.settings.Setting.changes_learning`); None when there is none. A trial then
+    skips its own curve and is scored with this."""
     baseline = study.user_attrs.get(BASELINE_KEY) or {}
     seed_0 = (baseline.get("runs") or {}).get(str(BASELINE_SEEDS[0])) or {}
     baseline_config = baseline.get("config")

@@ -36,10 +36,11 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
+from autotune import settings
 from autotune.analysis.attribution import changed_settings
 from autotune.config import TrialConfig
 from autotune.exceptions import ConfigError
-from autotune.space import Choice, IntRange, Parameter, SearchSpace, inactive_parameters
+from autotune.space import IntRange, Parameter, SearchSpace, inactive_parameters, space_values
 from autotune.store.schema import CONFIG_ATTR
 from autotune.study import baseline
 from autotune.study.checklist import checklist_config
@@ -51,8 +52,9 @@ START_KEY = "autotune_start"
 COMBINED_KEY = "autotune_start_combined"
 #: Batch-size multiples of the base a structured start probes.
 BATCH_FACTORS = (2, 4)
-#: The settings a one-factor probe changes.
-FACTORS = ("precision", "jit_compile", "batch_size", "steps_per_execution", "backend")
+#: The settings a one-factor probe changes, in the order they are probed: those the settings table
+#: ranks (:attr:`autotune.settings.Setting.probe`; read from it when a start is built).
+FACTORS = settings.probed()
 #: The study user attribute holding the best configurations the start searched around, in order.
 REFINED_KEY = "autotune_start_refined"
 #: How many best configurations the start's local search probes the neighbours of.
@@ -114,6 +116,21 @@ def centre_of(space: SearchSpace, base_batch_size: int) -> TrialConfig:
     return TrialConfig.from_dict(_in_space(space, baseline, baseline))
 
 
+def _probe_values(
+    name: str, parameter: Parameter, centre: Mapping[str, Any], base_batch_size: int
+) -> list[Any]:
+    """The values a start's one-factor probes give setting ``name``: the batch size times
+    :data:`BATCH_FACTORS`; a true or false setting toggled (XLA on); a number at the most the
+    space allows (steps per execution); each other choice (precision, backend)."""
+    if name == "batch_size":
+        return [base_batch_size * f for f in BATCH_FACTORS]
+    if settings.setting(name).kind is bool:
+        return [not centre[name]]
+    if settings.setting(name).kind is int:
+        return [parameter.high if isinstance(parameter, IntRange) else max(parameter.values)]
+    return list(space_values(parameter))
+
+
 def structured_start(
     space: SearchSpace, base_batch_size: int, hardware: Mapping[str, Any]
 ) -> list[TrialConfig]:
@@ -122,18 +139,11 @@ def structured_start(
     baseline = TrialConfig.baseline(base_batch_size).to_dict()
     centre = centre_of(space, base_batch_size).to_dict()
     probes: list[dict[str, Any]] = [centre]
-    precision = space.parameters.get("precision")
-    if isinstance(precision, Choice):
-        probes += [{**centre, "precision": p} for p in precision.values if p != centre["precision"]]
-    probes.append({**centre, "jit_compile": True})
-    probes += [{**centre, "batch_size": base_batch_size * f} for f in BATCH_FACTORS]
-    steps = space.parameters.get("steps_per_execution")
-    if steps is not None:  # the most steps per call the space allows
-        most = steps.high if isinstance(steps, IntRange) else max(steps.values)
-        probes.append({**centre, "steps_per_execution": most})
-    backend = space.parameters.get("backend")
-    if isinstance(backend, Choice):
-        probes += [{**centre, "backend": b} for b in backend.values if b != centre["backend"]]
+    for name in settings.probed():
+        parameter = space.parameters.get(name)
+        if parameter is not None:
+            values = _probe_values(name, parameter, centre, base_batch_size)
+            probes += [{**centre, name: v} for v in values if v != centre[name]]
     probes.append(checklist_config(base_batch_size, hardware).to_dict())
     configs: list[TrialConfig] = []
     for probe in probes:
@@ -150,14 +160,14 @@ def neighbours(space: SearchSpace, config: TrialConfig) -> list[TrialConfig]:
     each other backend (to JAX with ``jax.jit``; to TensorFlow keeping the XLA setting)."""
     centre = config.to_dict()
     changes: list[dict[str, Any]] = []
-    for name in FACTORS:
+    for name in settings.probed():
         parameter = space.parameters.get(name)
         if parameter is None or name in inactive_parameters(centre):
             continue
         if name == "batch_size":
             values: list[Any] = [config.batch_size * 2, max(config.batch_size // 2, 1)]
-        elif name == "jit_compile":
-            values = [not config.jit_compile]
+        elif settings.setting(name).kind is bool:
+            values = [not centre[name]]
         elif isinstance(parameter, IntRange):
             values = [parameter.low, parameter.high]
         else:
@@ -198,7 +208,7 @@ def combined_config(
     best: dict[str, tuple[float, Any]] = {}
     for config, throughput, fidelity in measured:
         changed = changed_settings(config, centre)
-        if len(changed) != 1 or changed[0] not in FACTORS or fidelity > tolerance:
+        if len(changed) != 1 or changed[0] not in settings.probed() or fidelity > tolerance:
             continue
         if throughput > max(centre_throughput, best.get(changed[0], (0.0, None))[0]):
             best[changed[0]] = (throughput, getattr(config, changed[0]))

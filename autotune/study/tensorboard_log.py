@@ -40,6 +40,7 @@ from tensorboard.plugins.hparams import summary_v2 as hparams_summary
 from tensorboard.plugins.scalar import metadata as scalar_metadata
 from tensorboard.summary.writer.record_writer import RecordWriter
 
+from autotune import settings
 from autotune.config import TrialConfig
 from autotune.result import CurvePoint
 from autotune.space import Choice, IntRange, SearchSpace
@@ -53,21 +54,6 @@ EVENT_FILE_PREFIX = "events.out.tfevents.autotune."
 #: Above this many values a string-valued range gets no domain (the plugin then filters nothing).
 MAX_DISCRETE = 256
 
-#: Tunable settings ("autotune" or a count): always strings, so one hparam has one type.
-_STRING_VALUED = ("prefetch", "num_parallel_calls")
-_FIELDS = (
-    ("batch_size", "batch size", "examples per training step"),
-    ("precision", "precision", "Keras dtype policy"),
-    ("jit_compile", "XLA", "training step compiled with XLA (jit_compile)"),
-    ("prefetch", "prefetch", "batches tf.data prefetches: 'autotune' or a count"),
-    ("num_parallel_calls", "parallel calls", "parallel calls of the preprocessing map"),
-    ("shuffle_buffer", "shuffle buffer", "examples in the shuffle buffer"),
-    ("steps_per_execution", "steps per execution", "training steps per call (model.compile)"),
-    ("intra_op_threads", "intra-op threads", "threads per TensorFlow op (0: its default)"),
-    ("inter_op_threads", "inter-op threads", "TensorFlow ops run at once (0: its default)"),
-    ("private_threadpool_size", "tf.data pool", "the pipeline's own threads (0: shared pool)"),
-    ("backend", "Keras backend", "tensorflow or jax (KERAS_BACKEND)"),
-)
 _METRICS = (
     (THROUGHPUT_TAG, "throughput (samples/s)", "median training samples/s (maximised)"),
     (FIDELITY_TAG, "fidelity (noise floors)", "curve distance to the baseline (minimised)"),
@@ -92,12 +78,11 @@ def write_study_config(study_folder: Path, space: SearchSpace, baseline: TrialCo
     if not isinstance(space, SearchSpace):
         raise ValueError(f"space must be a SearchSpace. Received: space={space!r}")
     _check_config("baseline", baseline)
-    names = {name: (display, description) for name, display, description in _FIELDS}
     hparams = []
     for key, parameter in space.parameters.items():
-        display, description = names[key]
+        setting = settings.setting(key)
         domain = _domain(key, parameter, getattr(baseline, key))
-        hparams.append(hparams_summary.HParam(key, domain, display, description))
+        hparams.append(hparams_summary.HParam(key, domain, setting.label, setting.summary))
     hparams.append(
         hparams_summary.HParam(
             ROLE, hparams_summary.Discrete(list(ROLES)), ROLE, "a search trial or a baseline seed"
@@ -165,12 +150,13 @@ def write_baseline(
 
 
 def hparam_values(config: TrialConfig, role: str) -> dict[str, bool | float | str]:
-    """The hparam values TensorBoard shows for ``config``: every setting (``prefetch`` and
-    ``num_parallel_calls`` as strings such as 'autotune' or '4') and ``role``."""
+    """The hparam values TensorBoard shows for ``config``: every setting (those that take
+    "autotune", ``prefetch`` and ``num_parallel_calls``, as strings such as 'autotune' or '4',
+    so one hparam has one type) and ``role``."""
     values: dict[str, bool | float | str] = {}
-    for key, _, _ in _FIELDS:
-        value = getattr(config, key)
-        values[key] = str(value) if key in _STRING_VALUED else value
+    for setting in settings.SETTINGS:
+        value = getattr(config, setting.name)
+        values[setting.name] = str(value) if setting.autotune else value
     values[ROLE] = role
     return values
 
@@ -206,7 +192,7 @@ def _write_session(
 
 def _domain(key: str, parameter: Choice | IntRange, base: Any) -> Any:
     """The hparams domain of one searched setting, holding the baseline's value ``base``."""
-    if key in _STRING_VALUED:
+    if settings.setting(key).autotune:  # "autotune" or a count: always strings
         if isinstance(parameter, IntRange):
             count = (parameter.high - parameter.low) // parameter.multiple_of + 1
             if count > MAX_DISCRETE:

@@ -11,9 +11,7 @@ added). Every field is always present, null when not known yet::
       "objectives": [str],                     # throughput, fidelity[, memory]
       "fidelity_definition": str | null,       # autotune.fidelity.DEFINITION it was scored with
       "baseline": {
-        "config": {batch_size, precision, jit_compile, prefetch, num_parallel_calls,
-                   shuffle_buffer, steps_per_execution, intra_op_threads,
-                   inter_op_threads, private_threadpool_size} | null,
+        "config": {setting: value} | null,     # one key per setting: config_schema()
         "throughput": {median, low, high, confidence, n} | null,   # samples/s
         "noise_floor": {value, measured, pairs, loss_floor} | null,
         "peak_memory_mib": float | null        # seed 0's (the device's on a GPU)
@@ -34,6 +32,8 @@ added). Every field is always present, null when not known yet::
       "recommendation": {...} | null           # what best --json prints (Recipe.to_dict())
     }
 
+A configuration (``config``) holds one key per setting of :data:`autotune.settings.SETTINGS`;
+:func:`config_schema` is its JSON Schema, with each setting's type, values, default and help.
 No TensorFlow here, and nothing from the experiment runs: it reads the storage's records.
 """
 
@@ -41,9 +41,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from autotune import settings
 from autotune.store.records import StudyRecords, TrialRow
 
 SCHEMA = "autotune.study/1"
+
+
+def config_schema() -> dict[str, Any]:
+    """The JSON Schema of a ``config`` (the baseline's and each trial's)."""
+    return settings.json_schema()
 
 
 def _trial(row: TrialRow) -> dict[str, Any]:
@@ -94,4 +100,4 @@ def study_json(records: StudyRecords) -> dict[str, Any]:
     }
 
 
-__all__ = ["SCHEMA", "study_json"]
+__all__ = ["SCHEMA", "config_schema", "study_json"]
