@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 from dataclasses import dataclass, field
@@ -11,6 +12,20 @@ from autotune.analysis.profile import ProfileSummary
 from autotune.analysis.recompilation import Recompilation
 from autotune.config import TrialConfig
 from autotune.measure import Estimate, InputAblation
+
+
+def _plain(value: Any) -> Any:
+    """A field's JSON-ready value: its own ``to_dict`` where it has one (the configuration,
+    the estimate, the ablation, the profile, the recompilation check), a curve as a list of
+    dicts, anything else (numbers, strings, plain dicts and lists) copied."""
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return to_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return copy.deepcopy(value)
 
 
 @dataclass(frozen=True)
@@ -74,13 +89,14 @@ class RunResult:
     hardware: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["config"] = self.config.to_dict()
-        data["throughput"] = self.throughput.to_dict() if self.throughput else None
-        data["input_ablation"] = self.input_ablation.to_dict() if self.input_ablation else None
-        data["profile"] = self.profile.to_dict() if self.profile else None
-        data["recompilation"] = self.recompilation.to_dict() if self.recompilation else None
+    def to_dict(self, *, with_config: bool = True) -> dict[str, Any]:
+        """The result as JSON-ready data, in field order; without ``config`` when not
+        ``with_config`` (a stored trial keeps its configuration on its own:
+        :func:`autotune.store.writer.write_result`)."""
+        data: dict[str, Any] = {}
+        for item in dataclasses.fields(self):
+            if item.name != "config" or with_config:
+                data[item.name] = _plain(getattr(self, item.name))
         return data
 
     def to_json(self) -> str:

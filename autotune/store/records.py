@@ -1,6 +1,7 @@
 """A stored study read into plain rows for reports and the dashboard. No plotting, no TensorFlow.
 
-The row types and the storage keys are :mod:`autotune.store.schema`'s, the profile facts
+The row types (what a run measured, :class:`RunFacts`, read once for a trial's row and the
+baseline) and the storage keys are :mod:`autotune.store.schema`'s, the profile facts
 :mod:`autotune.store.profile_facts`'; both are re-exported here, so views import rows from one
 place.
 
@@ -49,6 +50,7 @@ from autotune.store.schema import (
     MISMATCHES_KEY,
     OBJECTIVES,
     BaselineRecord,
+    RunFacts,
     TrialRow,
     baseline_of,
     failure_of,
@@ -453,6 +455,7 @@ __all__ = [
     "STEP_BREAKDOWN_COMPONENTS",
     "BaselineRecord",
     "ProfileFacts",
+    "RunFacts",
     "StudyRecords",
     "TrialRow",
     "baseline_of",

@@ -14,23 +14,29 @@ Study user attributes:
   settings, hardware, versions, creation time).
 - ``autotune_baseline`` (:data:`BASELINE_KEY`): ``{"config", "runs": {seed: RunResult dict},
   "noise_floor"}``.
-- ``autotune_baseline_summary`` (:data:`autotune.study.optuna_tools.BASELINE_SUMMARY_KEY`): a
-  short digest of the baseline for Optuna's own tools (optuna-dashboard shows user attributes).
+- ``autotune_baseline_summary`` (:data:`BASELINE_SUMMARY_KEY`): a short digest of the baseline
+  for Optuna's own tools (optuna-dashboard shows user attributes).
 - ``autotune_mismatches_allowed`` (:data:`MISMATCHES_KEY`): resumes allowed despite a different
   identity, each ``{"when", "differences"}``.
 - ``autotune_confirmation`` (:data:`CONFIRMATION_KEY`): the head-to-head confirmation of the
   top candidates against the baseline (:meth:`autotune.analysis.head_to_head.Confirmation.to_dict`).
 - ``autotune_profile:<n>`` (:data:`PROFILE_RERUN_PREFIX`): trial n's Pareto profiling re-run,
   ``{"profile", "profile_error", "input_ablation", "recompilation", "log_dir"}``.
+- ``autotune_target_trials`` (:data:`TARGET_KEY`): the finished trials the study runs towards.
+- ``autotune_start``, ``autotune_start_combined``, ``autotune_start_refined``
+  (:data:`START_KEY`, :data:`COMBINED_KEY`, :data:`REFINED_KEY`): the structured start.
 
 Trial user attributes: the keys named ``*_ATTR`` below.
+
+:mod:`autotune.store.writer` is the one module that writes them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +70,15 @@ CONFIRMATION_KEY = "autotune_confirmation"
 #: ``autotune worker`` reads when it joins.
 TARGET_KEY = "autotune_target_trials"
 PROFILE_RERUN_PREFIX = "autotune_profile:"
+#: A short digest of the baseline for Optuna's own tools
+#: (:func:`autotune.study.optuna_tools.baseline_summary`).
+BASELINE_SUMMARY_KEY = "autotune_baseline_summary"
+#: The structured start's configurations (a list of dicts; :mod:`autotune.study.start`).
+START_KEY = "autotune_start"
+#: The start's combination (a config dict, or None: nothing to combine).
+COMBINED_KEY = "autotune_start_combined"
+#: The best configurations the start's local search searched around, in order.
+REFINED_KEY = "autotune_start_refined"
 
 #: The trial's configuration (:meth:`autotune.config.TrialConfig.to_dict`).
 CONFIG_ATTR = "config"
@@ -88,6 +103,9 @@ CURVE_FROM_ATTR = "curve_from"
 WORKER_ATTR = "worker"
 #: The trial's log folder.
 LOG_DIR_ATTR = "log_dir"
+#: When the trial's worker last said it was alive (seconds since the epoch), on storages without
+#: Optuna's heartbeat (:class:`autotune.study.recovery.KeepAlive`).
+ALIVE_ATTR = "alive_at"
 
 #: The failure kind of a trial whose worker stopped while it ran; such a trial is retried.
 INTERRUPTED = "interrupted"
@@ -110,49 +128,105 @@ def _optional_float(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
+def _as_dict(value: Any) -> dict[str, Any]:
+    return dict(value or {})
+
+
+def _as_stored(value: Any) -> Any:
+    return value
+
+
+#: The metadata key of a :class:`RunFacts` field read from the stored RunResult field of its name.
+_READ = "read_from_result"
+
+
+def _read(reader: Callable[[Any], Any]) -> dict[str, Any]:
+    return {_READ: reader}
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunFacts(ProfileFacts):
+    """What a stored run (a trial's, the baseline's seed 0) measured, read from its stored
+    :class:`autotune.result.RunResult` dict: the one declaration of the result fields a
+    :class:`TrialRow` and a :class:`BaselineRecord` carry. Each field marked with a reader is the
+    RunResult field of the same name as it is read back (:func:`run_facts`); a run without a
+    stored result reads as the defaults.
+
+    Attributes:
+        curve: the validation curve (empty when none was trained).
+        effective: the settings that took effect (dtype policy, jit_compile, learning rate, ...).
+        learning_rate: the learning rate the run trained with (from ``effective``).
+        compile_seconds: first step time minus a steady step time (seconds).
+        steady_step_seconds: median step time at the end of warm-up (seconds).
+        final_metrics: validation metrics at the last checkpoint.
+        peak_host_bytes, peak_device_bytes: peak memory of the run (bytes).
+        hardware, versions: where and with what the run ran.
+
+    The step-time breakdown, input verdict, profile and recompilation check are the
+    :class:`ProfileFacts` fields (:func:`autotune.store.profile_facts.profile_fields`).
+    """
+
+    curve: tuple[CurvePoint, ...] = field(default=(), metadata=_read(_curve))
+    effective: dict[str, Any] = field(default_factory=dict, metadata=_read(_as_dict))
+    learning_rate: float | None = None
+    compile_seconds: float | None = field(default=None, metadata=_read(_optional_float))
+    steady_step_seconds: float | None = field(default=None, metadata=_read(_optional_float))
+    final_metrics: dict[str, float] = field(default_factory=dict, metadata=_read(_as_dict))
+    peak_host_bytes: int | None = field(default=None, metadata=_read(_as_stored))
+    peak_device_bytes: int | None = field(default=None, metadata=_read(_as_stored))
+    hardware: dict[str, Any] = field(default_factory=dict, metadata=_read(_as_dict))
+    versions: dict[str, str] = field(default_factory=dict, metadata=_read(_as_dict))
+
+    @property
+    def peak_memory_mib(self) -> float | None:
+        """The run's peak memory (MiB): the memory objective's measurement
+        (:func:`autotune.objectives.peak_memory_bytes`)."""
+        return _mib(peak_memory_bytes(self.peak_host_bytes, self.peak_device_bytes))
+
+
+#: The :class:`RunFacts` fields read from the stored RunResult field of the same name.
+RESULT_FIELDS = tuple(f.name for f in dataclasses.fields(RunFacts) if _READ in f.metadata)
+
+
+def run_facts(
+    result: Mapping[str, Any],
+    config: TrialConfig | None,
+    rerun: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The :class:`RunFacts` fields (with the :class:`ProfileFacts` ones) of a stored RunResult
+    dict of ``config``, its Pareto re-run ``rerun`` merged into the profile facts."""
+    values = {
+        f.name: f.metadata[_READ](result.get(f.name))
+        for f in dataclasses.fields(RunFacts)
+        if _READ in f.metadata
+    }
+    values["learning_rate"] = _optional_float(values["effective"].get("learning_rate"))
+    return values | profile_fields(result, config, rerun)
+
+
 @dataclass(frozen=True)
-class BaselineRecord(ProfileFacts):
+class BaselineRecord(RunFacts):
     """The experiment's float32, no-XLA baseline as the study measured it.
 
     Attributes:
         config: the baseline configuration (None before the first baseline run is stored).
         throughput: seed 0's samples/s estimate (None until measured).
-        curve: seed 0's validation curve, the one trials are compared with.
         seed_curves: every stored seed's validation curve, by seed.
         noise_floor: the seed-to-seed curve distance (None until all seeds ran).
-        effective: the settings that took effect for seed 0 (dtype policy, learning rate, ...).
-        learning_rate: seed 0's learning rate.
-        compile_seconds: seed 0's first step time minus a steady step time (seconds).
-        steady_step_seconds: seed 0's median step time at the end of warm-up (seconds).
         log_dir: where the baseline runs' logs were kept (derived from the trials' log folders,
             else the study's default log folder; None when unknown).
-        hardware, versions: where and with what seed 0 ran.
-        peak_host_bytes, peak_device_bytes: seed 0's peak memory (bytes).
 
-    Seed 0's step-time breakdown, input verdict, profile and recompilation check are the
-    :class:`ProfileFacts` fields.
+    What seed 0 measured (its curve, the one trials are compared with, its effective settings,
+    learning rate, compile and step times, peak memory, hardware, versions, step-time
+    breakdown, input verdict, profile and recompilation check) are the :class:`RunFacts`
+    fields.
     """
 
     config: TrialConfig | None
     throughput: Estimate | None
-    curve: tuple[CurvePoint, ...]
     seed_curves: dict[int, tuple[CurvePoint, ...]]
     noise_floor: NoiseFloor | None
-    effective: dict[str, Any] = field(default_factory=dict)
-    learning_rate: float | None = None
-    compile_seconds: float | None = None
-    steady_step_seconds: float | None = None
     log_dir: str | None = None
-    hardware: dict[str, Any] = field(default_factory=dict)
-    versions: dict[str, str] = field(default_factory=dict)
-    peak_host_bytes: int | None = None
-    peak_device_bytes: int | None = None
-
-    @property
-    def peak_memory_mib(self) -> float | None:
-        """Seed 0's peak memory (MiB): the memory objective's measurement
-        (:func:`autotune.objectives.peak_memory_bytes`)."""
-        return _mib(peak_memory_bytes(self.peak_host_bytes, self.peak_device_bytes))
 
     @property
     def measured(self) -> bool:
@@ -167,7 +241,7 @@ class BaselineRecord(ProfileFacts):
 
 
 @dataclass(frozen=True)
-class TrialRow(ProfileFacts):
+class TrialRow(RunFacts):
     """One trial as plain data.
 
     Attributes:
@@ -183,23 +257,17 @@ class TrialRow(ProfileFacts):
         failure_kind: the failure's kind for failed trials (oom, nan, interrupted, ...).
         reason: why the trial was pruned or failed.
         duplicate_of: the trial whose measurement this one reuses.
-        curve: the validation curve (empty when none was trained).
-        effective: the settings that took effect (dtype policy, jit_compile, learning rate, ...).
-        learning_rate: the learning rate the trial trained with.
-        compile_seconds: first step time minus a steady step time (seconds).
-        steady_step_seconds: median step time at the end of warm-up (seconds).
         log_dir: the trial's log folder.
         log_tail: the end of a failed trial's log.
         params: the Optuna parameters as drawn.
         distributions: each parameter's Optuna distribution as JSON.
         started, completed: ISO 8601 times (None when not reached).
-        final_metrics: validation metrics at the last checkpoint.
-        peak_host_bytes, peak_device_bytes: peak memory of the trial (bytes).
-        hardware, versions: where and with what the trial ran.
         user_attrs: everything stored with the trial (see :mod:`autotune.store.schema`).
 
-    The step-time breakdown, input verdict, profile and recompilation check are the
-    :class:`ProfileFacts` fields.
+    What the trial measured (its curve, effective settings, learning rate, compile and step
+    times, final metrics, peak memory, hardware, versions, step-time breakdown, input verdict,
+    profile and recompilation check) are the :class:`RunFacts` fields, read from its stored
+    result.
     """
 
     number: int
@@ -212,22 +280,12 @@ class TrialRow(ProfileFacts):
     failure_kind: str | None = None
     reason: str | None = None
     duplicate_of: int | None = None
-    curve: tuple[CurvePoint, ...] = ()
-    effective: dict[str, Any] = field(default_factory=dict)
-    learning_rate: float | None = None
-    compile_seconds: float | None = None
-    steady_step_seconds: float | None = None
     log_dir: str | None = None
     log_tail: str = ""
     params: dict[str, Any] = field(default_factory=dict)
     distributions: dict[str, str] = field(default_factory=dict)
     started: str | None = None
     completed: str | None = None
-    final_metrics: dict[str, float] = field(default_factory=dict)
-    peak_host_bytes: int | None = None
-    peak_device_bytes: int | None = None
-    hardware: dict[str, Any] = field(default_factory=dict)
-    versions: dict[str, str] = field(default_factory=dict)
     user_attrs: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -236,12 +294,6 @@ class TrialRow(ProfileFacts):
         return self.state in ("complete", "pruned") or (
             self.state == "failed" and self.failure_kind != INTERRUPTED
         )
-
-    @property
-    def peak_memory_mib(self) -> float | None:
-        """The trial's peak memory (MiB): the memory objective's measurement
-        (:func:`autotune.objectives.peak_memory_bytes`)."""
-        return _mib(peak_memory_bytes(self.peak_host_bytes, self.peak_device_bytes))
 
     @property
     def scored(self) -> bool:
@@ -298,7 +350,6 @@ def row_of(trial: FrozenTrial, reruns: Mapping[int, Mapping[str, Any]] | None = 
     result: dict[str, Any] = attrs.get(RESULT_ATTR) or {}
     failure = failure_of(trial)
     reason = attrs.get(PRUNED_REASON_ATTR) if trial.state == TrialState.PRUNED else None
-    effective: dict[str, Any] = result.get("effective") or {}
     duplicate_of = attrs.get(DUPLICATE_OF_ATTR)
     return TrialRow(
         number=trial.number,
@@ -311,24 +362,14 @@ def row_of(trial: FrozenTrial, reruns: Mapping[int, Mapping[str, Any]] | None = 
         failure_kind=failure["kind"] if failure else None,
         reason=failure["message"] if failure else reason,
         duplicate_of=duplicate_of,
-        curve=_curve(result.get("curve")),
-        effective=effective,
-        learning_rate=_optional_float(effective.get("learning_rate")),
-        compile_seconds=_optional_float(result.get("compile_seconds")) if result else None,
-        steady_step_seconds=_optional_float(result.get("steady_step_seconds")) if result else None,
         log_dir=attrs.get(LOG_DIR_ATTR),
         log_tail=str((failure or {}).get("log_tail") or ""),
         params=dict(trial.params),
         distributions={k: distribution_to_json(d) for k, d in trial.distributions.items()},
         started=_iso(trial.datetime_start),
         completed=_iso(trial.datetime_complete),
-        final_metrics=dict(result.get("final_metrics") or {}),
-        peak_host_bytes=result.get("peak_host_bytes"),
-        peak_device_bytes=result.get("peak_device_bytes"),
-        hardware=dict(result.get("hardware") or {}),
-        versions=dict(result.get("versions") or {}),
         user_attrs=dict(attrs),
-        **profile_fields(result, config, rerun_for(trial.number, duplicate_of, reruns)),
+        **run_facts(result, config, rerun_for(trial.number, duplicate_of, reruns)),
     )
 
 
@@ -342,23 +383,13 @@ def baseline_of(stored: dict[str, Any], log_dir: str | None = None) -> BaselineR
     main: dict[str, Any] = runs.get(str(BASELINE_SEEDS[0])) or {}
     config = stored.get("config") or main.get("config")
     floor = stored.get("noise_floor")
-    effective: dict[str, Any] = main.get("effective") or {}
     return BaselineRecord(
         config=TrialConfig.from_dict(config, source="stored baseline config") if config else None,
         throughput=Estimate(**main["throughput"]) if main.get("throughput") else None,
-        curve=_curve(main.get("curve")),
         seed_curves={int(seed): _curve(run.get("curve")) for seed, run in sorted(runs.items())},
         noise_floor=(NoiseFloor.from_dict(floor) if floor else None),
-        effective=effective,
-        learning_rate=_optional_float(effective.get("learning_rate")),
-        compile_seconds=_optional_float(main.get("compile_seconds")) if main else None,
-        steady_step_seconds=_optional_float(main.get("steady_step_seconds")) if main else None,
         log_dir=log_dir,
-        hardware=dict(main.get("hardware") or {}),
-        versions=dict(main.get("versions") or {}),
-        peak_host_bytes=main.get("peak_host_bytes"),
-        peak_device_bytes=main.get("peak_device_bytes"),
-        **profile_fields(main, TrialConfig.from_dict(config) if config else None),
+        **run_facts(main, TrialConfig.from_dict(config) if config else None),
     )
 
 
@@ -373,8 +404,11 @@ def profile_reruns(study_attrs: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
 
 
 __all__ = [
+    "ALIVE_ATTR",
     "BASELINE_KEY",
     "BASELINE_SEEDS",
+    "BASELINE_SUMMARY_KEY",
+    "COMBINED_KEY",
     "CONFIG_ATTR",
     "CONFIRMATION_KEY",
     "CURVE_FROM_ATTR",
@@ -390,14 +424,18 @@ __all__ = [
     "OBJECTIVES",
     "PROFILE_RERUN_PREFIX",
     "PRUNED_REASON_ATTR",
+    "REFINED_KEY",
     "RESULT_ATTR",
+    "START_KEY",
     "TARGET_KEY",
     "THROUGHPUT_ATTR",
     "WORKER_ATTR",
     "BaselineRecord",
+    "RunFacts",
     "TrialRow",
     "baseline_of",
     "failure_of",
     "profile_reruns",
     "row_of",
+    "run_facts",
 ]

@@ -5,7 +5,7 @@ The baseline is the experiment's float32, no-XLA configuration at its base batch
 each of :data:`autotune.store.schema.BASELINE_SEEDS`: seed 0 with throughput (trials are compared
 with its speed and its curve), the others curve only. The mean distance between the seeds' curves is
 the noise floor that fidelity is measured in. A short digest of it is stored beside, for Optuna's
-own tools (:data:`autotune.study.optuna_tools.BASELINE_SUMMARY_KEY`).
+own tools (:data:`autotune.store.schema.BASELINE_SUMMARY_KEY`).
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from autotune.exceptions import StudyError, TrialFailure
 from autotune.fidelity import NoiseFloor, noise_floor
 from autotune.measure import Estimate
 from autotune.result import RunResult
-from autotune.store.schema import BASELINE_KEY, BASELINE_SEEDS, baseline_of
+from autotune.store import writer
+from autotune.store.schema import BASELINE_KEY, BASELINE_SEEDS, BASELINE_SUMMARY_KEY, baseline_of
 from autotune.study import board
-from autotune.study.optuna_tools import BASELINE_SUMMARY_KEY, baseline_summary
+from autotune.study.optuna_tools import baseline_summary
 
 #: Runs the baseline with one seed: seed -> RunResult; raises StudyError when it fails.
 SeedRunner = Callable[[int], RunResult]
@@ -88,16 +89,16 @@ def ensure(
         runs[str(seed)] = result.to_dict()
         baseline["runs"] = runs
         baseline["config"] = config
-        study.set_user_attr(BASELINE_KEY, baseline)
+        writer.write_baseline(study, baseline)
         if on_run is not None:
             on_run(seed, result)
     if "noise_floor" not in baseline:
         curves = [curve_of(runs[str(seed)]) for seed in BASELINE_SEEDS]
         baseline["noise_floor"] = noise_floor(curves).to_dict()
-        study.set_user_attr(BASELINE_KEY, baseline)
+        writer.write_baseline(study, baseline)
     summary = baseline_summary(baseline_of(baseline))
     if summary is not None and study.user_attrs.get(BASELINE_SUMMARY_KEY) != summary:
-        study.set_user_attr(BASELINE_SUMMARY_KEY, summary)
+        writer.write_baseline_summary(study, summary)
 
 
 def reference(study: optuna.Study) -> tuple[Estimate, Curve, NoiseFloor]:

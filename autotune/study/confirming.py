@@ -23,8 +23,9 @@ from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import ConfigError, StudyError, TrialFailure
 from autotune.fidelity import NoiseFloor, fidelity_distance
 from autotune.result import CurvePoint, RunResult
+from autotune.store import writer
 from autotune.store.records import StudyRecords, TrialRow, within_memory
-from autotune.store.schema import BASELINE_SEEDS, CONFIRMATION_KEY
+from autotune.store.schema import BASELINE_SEEDS
 
 #: Runs one configuration with these settings, logging into the folder.
 ConfirmRunner = Callable[[TrialConfig, RunSettings, Path], RunResult]
@@ -135,7 +136,7 @@ def confirm(
     same candidates is stored as it is and returned."""
     confirmation = start(records, *plan, max_memory_mib=max_memory_mib)
     if confirmation.complete:  # done before, or nothing feasible to confirm
-        study.set_user_attr(CONFIRMATION_KEY, confirmation.to_dict())
+        writer.write_confirmation(study, confirmation)
         return confirmation
     return Confirmer(study, records, run, log_root, on_progress)(confirmation, settings)
 
@@ -296,7 +297,7 @@ class Confirmer:
         return confirmation
 
     def _store(self, confirmation: Confirmation) -> None:
-        self.study.set_user_attr(CONFIRMATION_KEY, confirmation.to_dict())
+        writer.write_confirmation(self.study, confirmation)
 
     def _round(self, confirmation: Confirmation, settings: RunSettings) -> Confirmation:
         number = confirmation.completed_rounds + 1

@@ -25,6 +25,7 @@ from autotune.experiment import Experiment
 from autotune.fidelity import DEFINITION as FIDELITY_DEFINITION
 from autotune.objectives import DEFAULT_OBJECTIVES, described
 from autotune.space import SearchSpace
+from autotune.store import writer
 from autotune.store.schema import IDENTITY_KEY, INFO_KEY, MISMATCHES_KEY
 from autotune.store.storage import quiet_experimental
 
@@ -131,9 +132,9 @@ def record(
     """Stores a new study's identity, objective names and provenance."""
     with quiet_experimental():
         study.set_metric_names([name.split(":")[0] for name in current["objectives"]])
-    study.set_user_attr(IDENTITY_KEY, current)
-    study.set_user_attr(
-        INFO_KEY,
+    writer.write_identity(
+        study,
+        current,
         {
             "experiment_reference": reference,
             "space": space.to_dict(),
@@ -170,7 +171,7 @@ def check(
     if found and ledger:
         allowed = list(study.user_attrs.get(MISMATCHES_KEY, []))
         allowed.append({"when": dt.datetime.now(dt.timezone.utc).isoformat(), "differences": found})
-        study.set_user_attr(MISMATCHES_KEY, allowed)
+        writer.write_mismatches(study, allowed)
 
 
 __all__ = [

@@ -21,7 +21,8 @@ marks only feasible trials as best.
 ``n_trials`` and takes part in the search). Its full record is the study user attribute
 ``autotune_baseline`` (:data:`autotune.store.schema.BASELINE_KEY`), too long for the dashboard to
 show whole; :func:`baseline_summary` is a short readable digest of it, stored as the study user
-attribute :data:`BASELINE_SUMMARY_KEY` (see :func:`autotune.study.baseline.ensure`).
+attribute :data:`~autotune.store.schema.BASELINE_SUMMARY_KEY` (see
+:func:`autotune.study.baseline.ensure`).
 """
 
 from __future__ import annotations
@@ -34,15 +35,13 @@ import optuna
 from optuna.trial import FrozenTrial
 
 from autotune.measure import format_throughput
-from autotune.store.schema import BaselineRecord
+from autotune.store.schema import BASELINE_SUMMARY_KEY, BaselineRecord
 
 #: The trial system attribute optuna-dashboard reads constraints from (a list of floats; its
 #: ``optuna_dashboard._serializer.CONSTRAINTS_KEY`` and Optuna's ``_CONSTRAINTS_KEY``).
 DASHBOARD_CONSTRAINTS_KEY = "constraints"
 #: The prefix of the trial system attributes ``Trial.set_constraint`` writes (one per name).
 NAMED_CONSTRAINT_PREFIX = f"{DASHBOARD_CONSTRAINTS_KEY}:"
-#: The study user attribute holding :func:`baseline_summary`.
-BASELINE_SUMMARY_KEY = "autotune_baseline_summary"
 
 
 def set_constraints(trial: optuna.Trial, constraints: Mapping[str, float]) -> None:

@@ -18,8 +18,9 @@ import optuna
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import TrialFailure
 from autotune.result import RunResult
+from autotune.store import writer
 from autotune.store.records import TrialRow
-from autotune.store.schema import BASELINE_SEEDS, PROFILE_RERUN_PREFIX
+from autotune.store.schema import BASELINE_SEEDS
 
 #: Runs one configuration: (config, settings, log folder) -> RunResult; raises TrialFailure.
 ProfilingRunner = Callable[[TrialConfig, RunSettings, Path], RunResult]
@@ -68,11 +69,11 @@ def profile_front(
     stored: dict[int, dict[str, Any]] = {}
     attrs = study.user_attrs
     for row in front:
-        key = f"{PROFILE_RERUN_PREFIX}{row.number}"
+        key = writer.profile_rerun_key(row.number)
         if row.config is None or row.profile_source == "trial" or key in attrs:
             continue
         entry = _entry(run, row.config, settings, log_root / f"trial_{row.number}")
-        study.set_user_attr(key, entry)
+        writer.write_profile_rerun(study, row.number, entry)
         stored[row.number] = entry
         if on_profile is not None:
             on_profile(row.number, entry)

@@ -27,10 +27,10 @@ from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune import hardware
+from autotune.store import writer
 from autotune.store.schema import (
-    FAILURE_ATTR,
+    ALIVE_ATTR,
     INTERRUPTED,
-    INTERRUPTED_FAILURE,
     WORKER_ATTR,
     failure_of,
 )
@@ -40,9 +40,6 @@ from autotune.store.storage import (
     has_heartbeat,
     quiet_experimental,
 )
-
-#: A trial's last sign of life on a storage without heartbeats (seconds since the epoch).
-ALIVE_ATTR = "alive_at"
 
 #: A RUNNING trial without a worker record this old was left by a worker killed while Optuna
 #: created it (seconds).
@@ -61,7 +58,7 @@ class RetryInterrupted(RetryHeartbeatStaleTrialCallback):
             super().__init__(max_retry=1)
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        trial.user_attrs[FAILURE_ATTR] = None
+        writer.clear_failure_for_retry(trial)
         super().__call__(study, trial)
 
 
@@ -100,7 +97,7 @@ class KeepAlive:
 
     def _beat(self) -> None:
         with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
-            self._storage.set_trial_user_attr(self._trial_id, ALIVE_ATTR, time.time())
+            writer.write_alive(self._storage, self._trial_id, time.time())
 
     def _run(self) -> None:
         while not self._stop.wait(HEARTBEAT_SECONDS):
@@ -163,7 +160,7 @@ def fail_orphans(study: optuna.Study, storage: optuna.storages.BaseStorage) -> N
         if not _orphaned(trial, host, now, heartbeat):
             continue
         with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
-            storage.set_trial_user_attr(trial._trial_id, FAILURE_ATTR, INTERRUPTED_FAILURE)
+            writer.mark_orphan_interrupted(storage, trial._trial_id)
             storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL)
 
 

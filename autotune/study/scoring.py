@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Iterator, Sequence
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -25,17 +25,8 @@ from autotune.exceptions import ConfigError, TrialFailure
 from autotune.fidelity import NoiseFloor, fidelity_distance
 from autotune.objectives import FIDELITY, MEMORY, MIB, THROUGHPUT, peak_memory_bytes
 from autotune.result import CurvePoint, RunResult
-from autotune.store.schema import (
-    CURVE_FROM_ATTR,
-    DUPLICATE_OF_ATTR,
-    FAILURE_ATTR,
-    FIDELITY_ATTR,
-    FIDELITY_SYMMETRIC_ATTR,
-    INTERRUPTED_FAILURE,
-    PRUNED_REASON_ATTR,
-    RESULT_ATTR,
-    THROUGHPUT_ATTR,
-)
+from autotune.store import writer
+from autotune.store.schema import PRUNED_REASON_ATTR
 from autotune.study.optuna_tools import copy_constraints, set_constraints
 from autotune.study.prediction import CurveTwin
 
@@ -49,7 +40,7 @@ MIN_SHORTFALL, MAX_SHORTFALL = 1e-3, 1e6
 
 def prune(trial: optuna.Trial, reason: str) -> NoReturn:
     """Records why and prunes the trial (raises optuna.TrialPruned)."""
-    trial.set_user_attr(PRUNED_REASON_ATTR, reason)
+    writer.write_pruned_reason(trial, reason)
     raise optuna.TrialPruned(reason)
 
 
@@ -87,7 +78,7 @@ def with_twin_curve(trial: optuna.Trial, result: RunResult, twin: CurveTwin | No
     twin or when it stopped before its curve."""
     if twin is None or result.stopped_early is not None or result.throughput is None:
         return result
-    trial.set_user_attr(CURVE_FROM_ATTR, twin.source)
+    writer.write_curve_from(trial, twin.source)
     return dataclasses.replace(result, curve=[CurvePoint(**point) for point in twin.curve])
 
 
@@ -99,23 +90,14 @@ def failure_recorded(trial: optuna.Trial) -> Iterator[None]:
     try:
         yield
     except TrialFailure as failure:
-        trial.set_user_attr(FAILURE_ATTR, failure.to_dict())
+        writer.write_failure(trial, failure)
         raise
     except ConfigError as error:
-        broken = {"kind": "exception", "message": str(error), "log_tail": ""}
-        trial.set_user_attr(FAILURE_ATTR, broken)
+        writer.write_failure(trial, TrialFailure("exception", str(error)))
         raise
     except KeyboardInterrupt:
-        trial.set_user_attr(FAILURE_ATTR, INTERRUPTED_FAILURE)
+        writer.mark_interrupted(trial)
         raise
-
-
-def compact(result: RunResult) -> dict[str, Any]:
-    """What a trial keeps of its RunResult in the storage (everything but the config, which is
-    stored on its own)."""
-    data = result.to_dict()
-    data.pop("config", None)
-    return data
 
 
 def score_fidelity(
@@ -133,8 +115,7 @@ def score_fidelity(
         symmetric = fidelity_distance(curve, baseline_curve, floor, one_sided=False)
     except ValueError as error:
         raise TrialFailure("exception", f"fidelity cannot be computed: {error}") from error
-    trial.set_user_attr(FIDELITY_ATTR, fidelity)
-    trial.set_user_attr(FIDELITY_SYMMETRIC_ATTR, symmetric)
+    writer.write_fidelity(trial, fidelity, symmetric)
     return fidelity
 
 
@@ -158,20 +139,18 @@ def objective_values(
 def reuse(trial: optuna.Trial, duplicate: FrozenTrial) -> tuple[float, ...]:
     """Trial ``trial`` duplicates the measured ``duplicate``: its measurement is reused (a
     pruned one is pruned again, with the reason)."""
-    trial.set_user_attr(DUPLICATE_OF_ATTR, duplicate.number)
+    writer.write_duplicate_of(trial, duplicate.number)
     copy_constraints(duplicate, trial)
     if duplicate.state == TrialState.PRUNED:
         earlier = duplicate.user_attrs.get(PRUNED_REASON_ATTR)
         prune(trial, f"same configuration as trial {duplicate.number}: {earlier}")
-    for key in (THROUGHPUT_ATTR, FIDELITY_ATTR, FIDELITY_SYMMETRIC_ATTR, RESULT_ATTR):
-        trial.set_user_attr(key, duplicate.user_attrs.get(key))
+    writer.copy_measurement(trial, duplicate)
     return tuple(duplicate.values)
 
 
 __all__ = [
     "PREDICTED_OOM_VIOLATION",
     "SPEED_CONSTRAINT",
-    "compact",
     "failure_recorded",
     "objective_values",
     "prune",

@@ -40,23 +40,24 @@ from autotune import settings
 from autotune.analysis.attribution import changed_settings
 from autotune.config import TrialConfig
 from autotune.exceptions import ConfigError
-from autotune.space import IntRange, Parameter, SearchSpace, inactive_parameters, space_values
-from autotune.store.schema import CONFIG_ATTR
+from autotune.space import (
+    IntRange,
+    Parameter,
+    SearchSpace,
+    inactive_parameters,
+    space_values,
+)
+from autotune.store import writer
+from autotune.store.schema import COMBINED_KEY, CONFIG_ATTR, REFINED_KEY, START_KEY
 from autotune.study import baseline
 from autotune.study.checklist import checklist_config
 
 START_MODES = ("structured", "random")
-#: The study user attribute holding the structured start's configurations (a list of dicts).
-START_KEY = "autotune_start"
-#: The study user attribute holding the start's combination (None: nothing to combine).
-COMBINED_KEY = "autotune_start_combined"
 #: Batch-size multiples of the base a structured start probes.
 BATCH_FACTORS = (2, 4)
 #: The settings a one-factor probe changes, in the order they are probed: those the settings table
 #: ranks (:attr:`autotune.settings.Setting.probe`; read from it when a start is built).
 FACTORS = settings.probed()
-#: The study user attribute holding the best configurations the start searched around, in order.
-REFINED_KEY = "autotune_start_refined"
 #: How many best configurations the start's local search probes the neighbours of.
 REFINE_ROUNDS = 1
 
@@ -191,7 +192,7 @@ def space_params(space: SearchSpace, config: TrialConfig) -> dict[str, Any]:
 
 def record_start(study: optuna.Study, configs: Sequence[TrialConfig]) -> None:
     """Stores the start's configurations with a new study (an empty list for a random start)."""
-    study.set_user_attr(START_KEY, [c.to_dict() for c in configs])
+    writer.write_start(study, configs)
 
 
 def combined_config(
@@ -286,7 +287,7 @@ def _refine(
     if best not in refined:
         if len(refined) >= REFINE_ROUNDS:
             return None
-        study.set_user_attr(REFINED_KEY, [c.to_dict() for c in [*refined, best]])
+        writer.write_refined(study, [*refined, best])
     elif best != refined[-1]:
         return None  # searched around already, and left for a better one since
     baseline_config = TrialConfig.from_dict(baseline.stored(study)["config"])
@@ -316,7 +317,7 @@ def enqueue_next(study: optuna.Study, space: SearchSpace, tolerance: float) -> T
         return None
     if COMBINED_KEY not in study.user_attrs:
         combined = _combine(study, space, tolerance)
-        study.set_user_attr(COMBINED_KEY, combined.to_dict() if combined else None)
+        writer.write_combined(study, combined)
         if combined is not None and combined not in tried:
             study.enqueue_trial(space_params(space, combined))
             return combined

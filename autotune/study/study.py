@@ -35,18 +35,12 @@ from autotune.objectives import DEFAULT_OBJECTIVES, check_memory_limit, parse_ob
 from autotune.recipe import Recipe
 from autotune.result import RunResult
 from autotune.space import SearchSpace
+from autotune.store import writer
 from autotune.store.log_folders import default_log_root
 from autotune.store.records import StudyRecords, read_records
 from autotune.store.schema import (
     BASELINE_SEEDS,
-    CONFIG_ATTR,
-    FAILURE_ATTR,
     IDENTITY_KEY,
-    LOG_DIR_ATTR,
-    RESULT_ATTR,
-    TARGET_KEY,
-    THROUGHPUT_ATTR,
-    WORKER_ATTR,
     TrialRow,
     profile_reruns,
     row_of,
@@ -284,10 +278,9 @@ class Study:
     # ----------------------------------------------------------------- one trial
     def _objective(self, trial: optuna.Trial) -> tuple[float, ...]:
         worker = recovery.this_worker() | {"shared": self.placement.shared}
-        trial.set_user_attr(WORKER_ATTR, worker)  # first: see fail_orphans
-        trial.set_user_attr(FAILURE_ATTR, None)
+        writer.mark_running(trial, worker)  # first: see fail_orphans
         config = self.space.sample(trial, self.experiment.base_batch_size)
-        trial.set_user_attr(CONFIG_ATTR, config.to_dict())
+        writer.write_config(trial, config)
         self._proposal.release()  # the configuration is claimed: the next worker may propose
         with recovery.KeepAlive(self.optuna, trial):
             return self._measured(trial, config)
@@ -314,16 +307,14 @@ class Study:
             profile_dir=self._profile_dir(log_dir),
             curve=self.settings.curve and curve,
         )
-        trial.set_user_attr(LOG_DIR_ATTR, str(log_dir))
+        writer.write_log_dir(trial, str(log_dir))
         with scoring.failure_recorded(trial):
             return self.runner(self.reference, config, settings, log_dir)
 
     def _score(self, trial: optuna.Trial, result: RunResult) -> tuple[float, ...]:
         """Stores the result and returns its objectives (throughput median, fidelity and, when
         asked, peak memory); prunes a trial stopped early or without a throughput."""
-        trial.set_user_attr(RESULT_ATTR, scoring.compact(result))
-        if result.throughput is not None:
-            trial.set_user_attr(THROUGHPUT_ATTR, result.throughput.to_dict())
+        writer.write_result(trial, result)
         log_dir = self.log_root / f"trial_{trial.number}"
         baseline_throughput, baseline_curve, floor = baseline.reference(self.optuna)
         if result.stopped_early is not None or result.throughput is None:
@@ -358,7 +349,7 @@ class Study:
             self.read_only = False
             self._identity(allow_mismatch=False, is_new=False)
         if n_trials is not None:  # what workers joining later run towards (autotune worker)
-            self.optuna.set_user_attr(TARGET_KEY, n_trials)
+            writer.write_target(self.optuna, n_trials)
         with run_lock.hold(self.storage_url, self.name), self._host:
             try:
                 self._optimize(n_trials, timeout, time.monotonic())

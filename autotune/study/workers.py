@@ -26,6 +26,7 @@ from pathlib import Path
 from types import TracebackType
 
 from autotune.exceptions import StudyError
+from autotune.store import writer
 from autotune.store.schema import TARGET_KEY
 from autotune.study.checks import MAX_SEED
 from autotune.study.claims import check_workers
@@ -70,7 +71,7 @@ def join(
 
 def set_target(study: Study, n_trials: int) -> None:
     """Stores the finished trials the study's workers run towards."""
-    study.optuna.set_user_attr(TARGET_KEY, n_trials)
+    writer.write_target(study.optuna, n_trials)
 
 
 def target_of(study: Study) -> int:
