@@ -26,6 +26,8 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "Study": "autotune.study",
+    "StudyCallback": "autotune.study",
+    "StudyOutcome": "autotune.study",
     "TrialRow": "autotune.store.records",
     "load_study": "autotune.study",
     "SearchSpace": "autotune.space",
@@ -50,7 +52,9 @@ __all__ = [
     "RunSettings",
     "SearchSpace",
     "Study",
+    "StudyCallback",
     "StudyError",
+    "StudyOutcome",
     "TrialConfig",
     "TrialFailure",
     "TrialRow",
