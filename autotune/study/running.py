@@ -29,20 +29,22 @@ if TYPE_CHECKING:
 
 
 class FinishedTrials:
-    """The study's trials that finished since the last call, whichever worker ran them."""
+    """The study's trials that finished since the last call (or since it was made), whichever
+    worker ran them."""
 
     def __init__(self, study: Study) -> None:
         self.study = study
-        self.seen = {row.number for row in study.records() if row.state != "running"}
+        self.seen = {row.number for row in study.records() if _finished(row)}
 
     def new(self) -> list[TrialRow]:
-        rows = [
-            row
-            for row in self.study.records()
-            if row.state not in ("running", "waiting") and row.number not in self.seen
-        ]
+        rows = [r for r in self.study.records() if _finished(r) and r.number not in self.seen]
         self.seen.update(row.number for row in rows)
         return rows
+
+
+def _finished(row: TrialRow) -> bool:
+    # a trial enqueued before the run ("waiting") is reported when it ends, like any other
+    return row.state not in ("running", "waiting")
 
 
 def run(
