@@ -26,12 +26,17 @@ from autotune.cli._options import (
     seed_option,
 )
 from autotune.cli.trial import trial
-from autotune.cli.workers import FinishedTrials, run_placements, run_worker_options, worker
-from autotune.fidelity import NoiseFloor
-from autotune.result import RunResult
+from autotune.cli.workers import run_placements, run_worker_options, worker
+from autotune.study.callbacks import StudyCallback
+from autotune.views.terminal import baseline_line, profile_line, safe, trial_line, trials_table
 
 if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from autotune.fidelity import NoiseFloor
+    from autotune.result import RunResult
     from autotune.store.records import StudyRecords, TrialRow
+    from autotune.study import Study
 
 
 @click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
@@ -148,16 +153,7 @@ def run(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from autotune.study import Study
-    from autotune.study.workers import LocalWorkers, set_target
-    from autotune.views.terminal import (
-        baseline_line,
-        profile_line,
-        safe,
-        show_confirmation,
-        show_recipe,
-        trial_line,
-        trials_table,
-    )
+    from autotune.views.terminal import show_confirmation, show_recipe
 
     quiet_optuna()
     console = Console(stderr=as_json)
@@ -182,9 +178,6 @@ def run(
         f"{len(placements)} worker{'s' if len(placements) > 1 else ''} on "
         + ", ".join(p.describe() for p in placements)
     )
-    set_target(study, n_trials)
-    finished = FinishedTrials(study)
-    memory = "memory" in study.objectives
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -193,59 +186,79 @@ def run(
         console=console,
         transient=True,
     ) as progress:
-        baseline_task = progress.add_task("baseline", total=3)
-
-        def on_baseline(seed: int, result: RunResult) -> None:
-            progress.console.print(baseline_line(seed, result))
-            progress.advance(baseline_task)
-
-        def on_wait() -> None:
-            progress.console.print("waiting for the baseline (another worker runs it)")
-
-        def on_trial(_row: TrialRow | None = None) -> None:  # every worker's, as they finish
-            for row in finished.new():
-                progress.console.print(trial_line(row, memory))
-            progress.update(trials_task, completed=min(study.finished_count(), n_trials))
-
-        def on_profile(number: int, entry: dict[str, Any]) -> None:
-            progress.console.print(profile_line(number, entry))
-
-        study.ensure_baseline(on_run=on_baseline, on_wait=on_wait)
-        progress.update(baseline_task, completed=3, visible=False)
-        floor = study.baseline().get("noise_floor")
-        if floor:
-            noise = NoiseFloor.from_dict(floor)
-            progress.console.print(f"seed noise floor: {noise.describe()}")
-        trials_task = progress.add_task("trials", total=n_trials, completed=min(done, n_trials))
-        with LocalWorkers(study, placements[1:], seed) as local:  # after the baseline
-            study.add_listener(on_trial)
-            study.on_profile(on_profile)
-            study.optimize(n_trials=n_trials, timeout=timeout)
-        on_trial()
-        for line in local.failures():
-            progress.console.print(safe(line), style="red")
-        front = study.pareto_front()
-        if front:
-            progress.console.print(
-                trials_table(front, "Pareto front (feasible trials)", console.width)
-            )
-        confirm_task = progress.add_task(
-            "confirmation", total=confirm_rounds * (min(len(front), confirm_top) + 1)
+        outcome = study.run(
+            n_trials,
+            timeout=timeout,
+            confirm_top=confirm_top,
+            confirm_rounds=confirm_rounds,
+            max_memory_mib=max_memory,
+            local_workers=placements[1:],
+            callbacks=[RunProgress(progress, study, n_trials, confirm_top, confirm_rounds)],
         )
-
-        def on_confirm(line: str) -> None:
-            progress.console.print(f"confirm {safe(line)}")
-            if line.startswith("round "):
-                progress.advance(confirm_task)
-
-        confirmation = study.confirm(
-            confirm_top, confirm_rounds, on_progress=on_confirm, max_memory_mib=max_memory
-        )
-    if confirmation is not None:
-        show_confirmation(console, confirmation, study.tolerance)
-    show_recipe(console, study.best(max_memory_mib=max_memory))
+    if outcome.confirmation is not None:
+        show_confirmation(console, outcome.confirmation, study.tolerance)
+    show_recipe(console, outcome.recipe)
     if as_json:
         _print_json(_read(study.storage_url, study.name))
+
+
+class RunProgress(StudyCallback):
+    """``autotune run``'s terminal view of :meth:`Study.run`: a transient progress bar per step
+    (baseline, trials, confirmation) and one line per baseline run, trial, profile and
+    confirmation step."""
+
+    def __init__(
+        self, progress: Progress, study: Study, n_trials: int, top: int, rounds: int
+    ) -> None:
+        self.progress = progress
+        self.print = progress.console.print
+        self.study = study
+        self.n_trials = n_trials
+        self.top = top
+        self.rounds = rounds
+        self.memory = "memory" in study.objectives
+        self.baseline_task = progress.add_task("baseline", total=3)
+        self.trials_task: TaskID | None = None
+        self.confirm_task: TaskID | None = None
+
+    def on_baseline_wait(self) -> None:
+        self.print("waiting for the baseline (another worker runs it)")
+
+    def on_baseline_run(self, seed: int, result: RunResult) -> None:
+        self.print(baseline_line(seed, result))
+        self.progress.advance(self.baseline_task)
+
+    def on_baseline_end(self, noise_floor: NoiseFloor) -> None:
+        self.progress.update(self.baseline_task, completed=3, visible=False)
+        self.print(f"seed noise floor: {noise_floor.describe()}")
+
+    def on_search_begin(self, finished: int, n_trials: int | None) -> None:
+        done = min(finished, self.n_trials)
+        self.trials_task = self.progress.add_task("trials", total=self.n_trials, completed=done)
+
+    def on_trial_end(self, row: TrialRow) -> None:  # every worker's, as they finish
+        self.print(trial_line(row, self.memory))
+        if self.trials_task is not None:
+            done = min(self.study.finished_count(), self.n_trials)
+            self.progress.update(self.trials_task, completed=done)
+
+    def on_profile(self, number: int, entry: dict[str, Any]) -> None:
+        self.print(profile_line(number, entry))
+
+    def on_worker_failure(self, line: str) -> None:
+        self.print(safe(line), style="red")
+
+    def on_front(self, front: list[TrialRow]) -> None:
+        if front:
+            width = self.progress.console.width
+            self.print(trials_table(front, "Pareto front (feasible trials)", width))
+        total = self.rounds * (min(len(front), self.top) + 1)
+        self.confirm_task = self.progress.add_task("confirmation", total=total)
+
+    def on_confirm_progress(self, line: str) -> None:
+        self.print(f"confirm {safe(line)}")
+        if line.startswith("round ") and self.confirm_task is not None:
+            self.progress.advance(self.confirm_task)
 
 
 def _print_json(records: StudyRecords) -> None:

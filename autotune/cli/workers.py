@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 from rich.console import Console
@@ -19,10 +19,6 @@ from rich.console import Console
 from autotune.cli._errors import finite, handle_errors
 from autotune.cli._options import quiet_optuna, seed_option
 from autotune.study.placement import Placement, local_placements, parse_cpus, parse_devices
-
-if TYPE_CHECKING:
-    from autotune.store.records import TrialRow
-    from autotune.study import Study
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -78,23 +74,6 @@ def run_placements(
     )
     check_workers(storage, len(placements))
     return placements
-
-
-class FinishedTrials:
-    """The study's trials that finished since the last call, whichever worker ran them."""
-
-    def __init__(self, study: Study) -> None:
-        self.study = study
-        self.seen = {row.number for row in study.records() if row.state != "running"}
-
-    def new(self) -> list[TrialRow]:
-        rows = [
-            row
-            for row in self.study.records()
-            if row.state not in ("running", "waiting") and row.number not in self.seen
-        ]
-        self.seen.update(row.number for row in rows)
-        return rows
 
 
 @click.command()
@@ -164,7 +143,6 @@ def worker(
 __all__ = [
     "CPUS_OPTION",
     "SHARE_CORES_OPTION",
-    "FinishedTrials",
     "run_placements",
     "run_worker_options",
     "worker",

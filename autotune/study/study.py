@@ -56,6 +56,7 @@ from autotune.study import (
     prediction,
     recovery,
     run_lock,
+    running,
     scoring,
     search,
     turns,
@@ -156,7 +157,7 @@ class Study:
             raise ConfigError(
                 f"must be a finite number > 0. Received: {tolerance!r}", argument="tolerance"
             )
-        checks.check_seed(seed)
+        self.seed = checks.check_seed(seed)
         requested = parse_objectives(objectives)
         start_mode = check_start(start)
         if study_name is not None:
@@ -227,8 +228,7 @@ class Study:
 
     # ----------------------------------------------------------------- events
     def add_listener(self, listener: Callable[[TrialRow], None]) -> None:
-        """Calls ``listener`` with a :class:`~autotune.store.records.TrialRow` after every finished
-        trial."""
+        """Calls ``listener(row)`` after each trial this process finishes (see also :meth:`run`)."""
         self._listeners.append(listener)
 
     def on_profile(self, listener: ProfileListener) -> None:
@@ -333,6 +333,8 @@ class Study:
         return values
 
     # ----------------------------------------------------------------- the loop
+    run = running.run  # baseline -> search -> confirmation, with callbacks (see there)
+
     def optimize(self, n_trials: int | None = None, timeout: float | None = None) -> None:
         """Runs the baseline if needed, then trials until the study holds ``n_trials`` finished
         trials (baseline runs not counted) or ``timeout`` seconds have passed.
