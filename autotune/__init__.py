@@ -21,7 +21,7 @@ from autotune.exceptions import (
 from autotune.experiment import Experiment
 from autotune.measure import Estimate
 from autotune.recipe import Recipe
-from autotune.result import CurvePoint, RunResult
+from autotune.store.result import CurvePoint, RunResult
 
 __version__ = "0.1.0"
 

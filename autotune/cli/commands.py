@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
     from autotune.fidelity import NoiseFloor
-    from autotune.result import RunResult
     from autotune.store.records import StudyRecords, TrialRow
+    from autotune.store.result import RunResult
     from autotune.study import Study
 
 

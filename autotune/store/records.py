@@ -28,9 +28,9 @@ import optuna
 from autotune.analysis.head_to_head import Confirmation
 from autotune.config import TrialConfig
 from autotune.exceptions import ConfigError
-from autotune.objectives import MEMORY
 from autotune.recipe import Recipe
 from autotune.store.log_folders import default_log_root
+from autotune.store.objectives import MEMORY
 from autotune.store.profile_facts import (
     PROFILE_SOURCES,
     STEP_BREAKDOWN_COMPONENTS,

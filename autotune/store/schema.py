@@ -46,8 +46,7 @@ from optuna.trial import FrozenTrial, TrialState
 from autotune.config import TrialConfig
 from autotune.fidelity import NoiseFloor
 from autotune.measure import Estimate
-from autotune.objectives import DEFAULT_OBJECTIVES, MIB, peak_memory_bytes
-from autotune.result import CurvePoint
+from autotune.store.objectives import DEFAULT_OBJECTIVES, MIB, peak_memory_bytes
 from autotune.store.profile_facts import (
     ProfileFacts,
     estimate_of,
@@ -55,8 +54,10 @@ from autotune.store.profile_facts import (
     rerun_for,
     step_ms_of,
 )
+from autotune.store.result import CurvePoint
 
-#: The default objectives, in Optuna's order (``memory`` may follow: :mod:`autotune.objectives`).
+#: The default objectives, in Optuna's order (``memory`` may follow:
+#: :mod:`autotune.store.objectives`).
 OBJECTIVES = DEFAULT_OBJECTIVES
 #: The baseline's seeds: seed 0 is measured and compared with; all three give the noise floor.
 BASELINE_SEEDS = (0, 1, 2)
@@ -147,7 +148,7 @@ def _read(reader: Callable[[Any], Any]) -> dict[str, Any]:
 @dataclass(frozen=True, kw_only=True)
 class RunFacts(ProfileFacts):
     """What a stored run (a trial's, the baseline's seed 0) measured, read from its stored
-    :class:`autotune.result.RunResult` dict: the one declaration of the result fields a
+    :class:`autotune.store.result.RunResult` dict: the one declaration of the result fields a
     :class:`TrialRow` and a :class:`BaselineRecord` carry. Each field marked with a reader is the
     RunResult field of the same name as it is read back (:func:`run_facts`); a run without a
     stored result reads as the defaults.
@@ -180,7 +181,7 @@ class RunFacts(ProfileFacts):
     @property
     def peak_memory_mib(self) -> float | None:
         """The run's peak memory (MiB): the memory objective's measurement
-        (:func:`autotune.objectives.peak_memory_bytes`)."""
+        (:func:`autotune.store.objectives.peak_memory_bytes`)."""
         return _mib(peak_memory_bytes(self.peak_host_bytes, self.peak_device_bytes))
 
 

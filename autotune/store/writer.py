@@ -21,7 +21,7 @@ from optuna.trial import FrozenTrial
 from autotune.analysis.head_to_head import Confirmation
 from autotune.config import TrialConfig
 from autotune.exceptions import TrialFailure
-from autotune.result import RunResult
+from autotune.store.result import RunResult
 from autotune.store.schema import (
     ALIVE_ATTR,
     BASELINE_KEY,

@@ -20,8 +20,8 @@ from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import StudyError, TrialFailure
 from autotune.fidelity import NoiseFloor, noise_floor
 from autotune.measure import Estimate
-from autotune.result import RunResult
 from autotune.store import writer
+from autotune.store.result import RunResult
 from autotune.store.schema import BASELINE_KEY, BASELINE_SEEDS, BASELINE_SUMMARY_KEY, baseline_of
 from autotune.study import board
 from autotune.study.optuna_tools import baseline_summary

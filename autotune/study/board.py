@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from autotune.config import TrialConfig
-from autotune.result import RunResult
 from autotune.space import SearchSpace
+from autotune.store.result import RunResult
 from autotune.study import tensorboard_log
 
 

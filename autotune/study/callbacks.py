@@ -29,8 +29,8 @@ from typing import Any
 from autotune.analysis.head_to_head import Confirmation
 from autotune.fidelity import NoiseFloor
 from autotune.recipe import Recipe
-from autotune.result import RunResult
 from autotune.store.records import TrialRow
+from autotune.store.result import RunResult
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,9 +22,9 @@ from autotune.analysis.head_to_head import Candidate, Confirmation
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import ConfigError, StudyError, TrialFailure
 from autotune.fidelity import NoiseFloor, fidelity_distance
-from autotune.result import CurvePoint, RunResult
 from autotune.store import writer
 from autotune.store.records import StudyRecords, TrialRow, within_memory
+from autotune.store.result import CurvePoint, RunResult
 from autotune.store.schema import BASELINE_SEEDS
 
 #: Runs one configuration with these settings, logging into the folder.

@@ -23,9 +23,9 @@ from autotune.config import RunSettings
 from autotune.exceptions import ConfigError
 from autotune.experiment import Experiment
 from autotune.fidelity import DEFINITION as FIDELITY_DEFINITION
-from autotune.objectives import DEFAULT_OBJECTIVES, described
 from autotune.space import SearchSpace
 from autotune.store import writer
+from autotune.store.objectives import DEFAULT_OBJECTIVES, described
 from autotune.store.schema import IDENTITY_KEY, INFO_KEY, MISMATCHES_KEY
 from autotune.store.storage import quiet_experimental
 

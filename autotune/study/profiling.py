@@ -17,9 +17,9 @@ import optuna
 
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import TrialFailure
-from autotune.result import RunResult
 from autotune.store import writer
 from autotune.store.records import TrialRow
+from autotune.store.result import RunResult
 from autotune.store.schema import BASELINE_SEEDS
 
 #: Runs one configuration: (config, settings, log folder) -> RunResult; raises TrialFailure.

@@ -1,7 +1,7 @@
 """Replaying search strategies against a measured grid, without training.
 
 A :class:`Grid` is every configuration of a small space measured once by a live study: each
-one's full :class:`~autotune.result.RunResult` (a stopped one with its stop), its failure, and
+one's full :class:`~autotune.store.result.RunResult` (a stopped one with its stop), its failure, and
 its wall time in that study, process start included; plus the study's baseline (three seeds,
 the noise floor). :func:`replay` runs a real :class:`~autotune.study.Study` over the grid's
 space with a :class:`TableRunner` that answers each trial from the table instead of training,
@@ -32,8 +32,8 @@ from autotune.config import RunSettings, TrialConfig, read_json_object
 from autotune.exceptions import ConfigError, TrialFailure
 from autotune.fidelity import NoiseFloor, fidelity_distance
 from autotune.measure import Estimate
-from autotune.result import RunResult
 from autotune.space import SearchSpace, space_from_dict
+from autotune.store.result import RunResult
 from autotune.store.schema import TrialRow
 from autotune.study import Study
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from autotune.analysis.head_to_head import DEFAULT_ROUNDS, DEFAULT_TOP, EXTRA_SEEDS
 from autotune.exceptions import ConfigError
 from autotune.fidelity import NoiseFloor
-from autotune.objectives import check_memory_limit
+from autotune.store.objectives import check_memory_limit
 from autotune.store.records import TrialRow
 from autotune.study import checks, claims, confirming
 from autotune.study.callbacks import CallbackList, StudyCallback, StudyOutcome

@@ -23,9 +23,9 @@ from optuna.trial import FrozenTrial, TrialState
 
 from autotune.exceptions import ConfigError, TrialFailure
 from autotune.fidelity import NoiseFloor, fidelity_distance
-from autotune.objectives import FIDELITY, MEMORY, MIB, THROUGHPUT, peak_memory_bytes
-from autotune.result import CurvePoint, RunResult
 from autotune.store import writer
+from autotune.store.objectives import FIDELITY, MEMORY, MIB, THROUGHPUT, peak_memory_bytes
+from autotune.store.result import CurvePoint, RunResult
 from autotune.store.schema import PRUNED_REASON_ATTR
 from autotune.study.optuna_tools import copy_constraints, set_constraints
 from autotune.study.prediction import CurveTwin

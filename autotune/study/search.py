@@ -25,8 +25,8 @@ import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.objectives import DEFAULT_OBJECTIVES, directions
 from autotune.space import inactive_parameters
+from autotune.store.objectives import DEFAULT_OBJECTIVES, directions
 from autotune.store.storage import quiet_experimental
 from autotune.study.checks import MAX_SEED
 from autotune.study.scoring import SPEED_CONSTRAINT

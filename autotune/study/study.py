@@ -3,7 +3,7 @@
 A study runs the experiment's baseline (:mod:`autotune.study.baseline`), then asks Optuna for
 configurations. Each trial is measured in its own process; its throughput (samples/s, maximised)
 and fidelity distance (minimised) are the named objectives, peak memory (MiB, minimised) a third
-on request (:mod:`autotune.objectives`), and ``fidelity - tolerance <= 0`` is an Optuna
+on request (:mod:`autotune.store.objectives`), and ``fidelity - tolerance <= 0`` is an Optuna
 constraint. The first trials are a structured start (:mod:`autotune.study.search`). A
 trial confidently slower than the baseline is stopped before its curve and recorded as pruned,
 with a violated constraint so the sampler ranks it as dominated (:mod:`autotune.study.scoring`); a
@@ -31,13 +31,13 @@ from autotune.bundled import load_experiment, reference_of, resolve_space
 from autotune.config import RunSettings, TrialConfig, is_positive_finite
 from autotune.exceptions import ConfigError, StudyError, TrialFailure
 from autotune.experiment import Experiment
-from autotune.objectives import DEFAULT_OBJECTIVES, check_memory_limit, parse_objectives
 from autotune.recipe import Recipe
-from autotune.result import RunResult
 from autotune.space import SearchSpace
 from autotune.store import writer
 from autotune.store.log_folders import default_log_root
+from autotune.store.objectives import DEFAULT_OBJECTIVES, check_memory_limit, parse_objectives
 from autotune.store.records import StudyRecords, read_records
+from autotune.store.result import RunResult
 from autotune.store.schema import (
     BASELINE_SEEDS,
     IDENTITY_KEY,
@@ -127,8 +127,8 @@ class Study:
         placement: the cores or GPU this process and its trials run on, claimed on this host
             while trials run (:mod:`autotune.study.placement`); default: every usable core.
         objectives: "throughput,fidelity" (the default) or "throughput,fidelity,memory": peak
-            memory (MiB) as a third objective (:mod:`autotune.objectives`). A stored study keeps
-            the objectives it was made with; a different value is refused.
+            memory (MiB) as a third objective (:mod:`autotune.store.objectives`). A stored study
+            keeps the objectives it was made with; a different value is refused.
     """
 
     def __init__(

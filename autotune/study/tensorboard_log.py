@@ -42,8 +42,8 @@ from tensorboard.summary.writer.record_writer import RecordWriter
 
 from autotune import settings
 from autotune.config import TrialConfig
-from autotune.result import CurvePoint
 from autotune.space import Choice, IntRange, SearchSpace
+from autotune.store.result import CurvePoint
 
 VALIDATION_LOSS_TAG = "validation/loss"
 THROUGHPUT_TAG = "objective/throughput"

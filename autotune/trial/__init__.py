@@ -2,7 +2,7 @@
 
 This package holds autotune's only TensorFlow importers; importing it imports none of them (each
 module loads TensorFlow itself, in the trial process). :func:`run_isolated` runs one trial in a
-fresh process and returns its :class:`autotune.result.RunResult`.
+fresh process and returns its :class:`autotune.store.result.RunResult`.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from autotune.bundled import reference_of
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import ConfigError, TrialFailure
 from autotune.experiment import Experiment
-from autotune.result import RunResult
+from autotune.store.result import RunResult
 from autotune.trial.trial_log import LOG_TAIL_LINES as LOG_TAIL_LINES
 from autotune.trial.trial_log import LogCopier, log_limit
 from autotune.trial.trial_log import log_tail as log_tail

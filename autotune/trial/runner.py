@@ -44,7 +44,7 @@ from autotune.measure import (
     steps_per_window,
     summarize,
 )
-from autotune.result import CurvePoint, RunResult
+from autotune.store.result import CurvePoint, RunResult
 from autotune.trial import backends
 from autotune.trial.model import (
     compile_model,

@@ -22,7 +22,7 @@ from autotune.analysis.head_to_head import Confirmation, ratio_text
 from autotune.analysis.profile import BREAKDOWN_COMPONENTS, input_verdict
 from autotune.exceptions import TrialFailure
 from autotune.measure import format_throughput
-from autotune.result import RunResult
+from autotune.store.result import RunResult
 from autotune.store.schema import CURVE_FROM_ATTR
 
 if TYPE_CHECKING:

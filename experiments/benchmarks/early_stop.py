@@ -20,7 +20,7 @@ from pathlib import Path
 
 from autotune import RunSettings, TrialConfig
 from autotune.hardware import hardware, versions
-from autotune.result import RunResult
+from autotune.store.result import RunResult
 from autotune.trial.isolation import run_isolated
 
 HERE = Path(__file__).resolve().parent

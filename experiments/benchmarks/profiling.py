@@ -18,7 +18,7 @@ from pathlib import Path
 from provenance import provenance_lines
 
 from autotune import RunSettings, TrialConfig
-from autotune.result import RunResult
+from autotune.store.result import RunResult
 from autotune.trial.isolation import run_isolated
 
 HERE = Path(__file__).resolve().parent

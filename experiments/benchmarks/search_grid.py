@@ -36,8 +36,8 @@ from optuna.trial import TrialState
 from autotune import Study, TrialConfig
 from autotune.bundled import experiment_reference, load_experiment, resolve_space
 from autotune.hardware import hardware, versions
-from autotune.result import RunResult
 from autotune.space import Choice, SearchSpace
+from autotune.store.result import RunResult
 from autotune.store.schema import CONFIG_ATTR, FAILURE_ATTR, RESULT_ATTR
 from autotune.study.replay import GRID_SCHEMA, Grid, GridEntry
 

@@ -18,7 +18,7 @@ from autotune import hardware
 from autotune.analysis.profile import xspace_files
 from autotune.config import RunSettings, TrialConfig
 from autotune.recipe import Recipe
-from autotune.result import RunResult
+from autotune.store.result import RunResult
 from autotune.trial.isolation import run_isolated
 from tests.support.jax_backend import require_jax
 

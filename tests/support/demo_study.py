@@ -29,7 +29,7 @@ from pathlib import Path
 
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import TrialFailure
-from autotune.result import RunResult
+from autotune.store.result import RunResult
 from autotune.study import Study, TrialRunner
 from tests.support.fake_trials import EXPERIMENT_SOURCE, SPACE, fake_result, profiled_result
 

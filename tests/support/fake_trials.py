@@ -18,8 +18,8 @@ from autotune.measure import (
     slower_than_baseline,
     summarize,
 )
-from autotune.result import CurvePoint, RunResult
 from autotune.space import SearchSpace, choices
+from autotune.store.result import CurvePoint, RunResult
 
 BASE_BATCH = 32
 BASE_SPEED = 1000.0

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from autotune.config import RunSettings, TrialConfig
-from autotune.result import RunResult
+from autotune.store.result import RunResult
 from autotune.study.placement import Placement
 from tests.support.fake_trials import fake_result
 

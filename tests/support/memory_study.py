@@ -10,7 +10,7 @@ from typing import Any
 import optuna
 
 from autotune.config import RunSettings, TrialConfig
-from autotune.result import RunResult
+from autotune.store.result import RunResult
 from autotune.study import Study
 from tests.support.demo_study import params, write_experiment
 from tests.support.fake_trials import SPACE, fake_result

@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 
 from autotune.config import RunSettings, TrialConfig
-from autotune.result import RunResult
+from autotune.store.result import RunResult
 from autotune.study.replay import Grid, GridEntry
 from tests.support.fake_trials import BASE_BATCH, SEED_OFFSETS, SPACE, fake_curve, fake_result
 

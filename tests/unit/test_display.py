@@ -11,8 +11,8 @@ import pytest
 from rich.console import Console
 
 from autotune.config import RunSettings, TrialConfig
-from autotune.result import RunResult
 from autotune.store.records import TrialRow, profile_fields, profile_reruns
+from autotune.store.result import RunResult
 from autotune.store.schema import PROFILE_RERUN_PREFIX
 from autotune.views.terminal import (
     RECOMPILED,

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from autotune.cli import main
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import ConfigError
-from autotune.objectives import check_memory_limit, parse_objectives, peak_memory_bytes
+from autotune.store.objectives import check_memory_limit, parse_objectives, peak_memory_bytes
 from autotune.store.records import load_records, pareto_front
 from autotune.study import Study
 from autotune.views.report import MEMORY_FIGURE_ID, MEMORY_FRONT_TRACE, memory_info, render_report

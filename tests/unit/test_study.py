@@ -36,10 +36,10 @@ from autotune.cli import error_message
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import ConfigError, TrialFailure
 from autotune.fidelity import MIN_NOISE_FLOOR
-from autotune.result import RunResult
 from autotune.space import IntRange, SearchSpace, choices
 from autotune.store.log_folders import default_log_root
 from autotune.store.records import TrialRow
+from autotune.store.result import RunResult
 from autotune.store.schema import (
     BASELINE_KEY,
     CONFIRMATION_KEY,

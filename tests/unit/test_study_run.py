@@ -21,7 +21,7 @@ import autotune
 import autotune.study.study
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import ConfigError
-from autotune.result import RunResult
+from autotune.store.result import RunResult
 from autotune.store.storage import open_storage
 from autotune.study import CallbackList, Study, StudyCallback, StudyOutcome
 from autotune.study.placement import Placement

@@ -17,8 +17,8 @@ from tensorboard.compat.proto import event_pb2
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 
 from autotune.config import TrialConfig
-from autotune.result import CurvePoint
 from autotune.space import Choice, IntRange, SearchSpace
+from autotune.store.result import CurvePoint
 from autotune.study.tensorboard_log import (
     FIDELITY_TAG,
     THROUGHPUT_TAG,

@@ -17,10 +17,10 @@ from autotune.analysis.head_to_head import Candidate, Confirmation
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import TrialFailure
 from autotune.fidelity import NoiseFloor
-from autotune.result import CurvePoint, RunResult
 from autotune.store import writer
 from autotune.store.profile_facts import ProfileFacts
 from autotune.store.records import StudyRecords, read_records
+from autotune.store.result import CurvePoint, RunResult
 from autotune.store.schema import (
     ALIVE_ATTR,
     BASELINE_KEY,

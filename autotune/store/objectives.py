@@ -3,7 +3,7 @@
 A study scores every trial on throughput (samples/s, maximised) and fidelity (noise-floor
 units, minimised). ``memory`` adds a third objective: the trial's peak memory in MiB (minimised),
 the peak device memory on a GPU, else the peak resident memory of the trial process (both
-measured by every trial; :class:`autotune.result.RunResult`). Memory never weighs against
+measured by every trial; :class:`autotune.store.result.RunResult`). Memory never weighs against
 speed in the recommendation: it enters as a limit (``max_memory_mib``) that a recommended
 configuration must stay within. A study's objectives are fixed when it is made (Optuna stores
 its directions). No TensorFlow here.
