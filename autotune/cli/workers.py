@@ -1,7 +1,10 @@
 """``autotune worker``, and the options of ``autotune run`` that place its workers on this host.
 
-``autotune worker --storage URL --study NAME`` joins a study that ``autotune run`` made on a
-Journal file or PostgreSQL and runs its trials until the study holds its target.
+``autotune worker EXPERIMENT --storage URL --study NAME`` joins a study that ``autotune run`` made
+on a Journal file or PostgreSQL and runs its trials until the study holds its target. EXPERIMENT
+(or ``--experiment``) is required: a worker runs only the experiment its operator names, and only
+when it matches the study's stored one (its reference and its file's digest), never the code a
+storage names.
 ``autotune run --workers K`` (or ``--devices 0,1,...``) starts K - 1 such workers beside itself,
 each on its own core set or GPU (:mod:`autotune.study.placement`).
 """
@@ -77,6 +80,13 @@ def run_placements(
 
 
 @click.command()
+@click.argument("experiment", required=False)
+@click.option(
+    "--experiment",
+    "experiment_option",
+    default=None,
+    help="The experiment to run, as EXPERIMENT (for a reference that starts with '-').",
+)
 @click.option(
     "--storage",
     required=True,
@@ -101,6 +111,8 @@ def run_placements(
 )
 @handle_errors
 def worker(
+    experiment: str | None,
+    experiment_option: str | None,
     storage: str,
     study_name: str,
     device: str | None,
@@ -109,14 +121,25 @@ def worker(
     seed: int,
     timeout: float | None,
 ) -> None:
-    """Join a study on a shared storage and run its trials until it holds its target.
+    """Join a study on a shared storage and run EXPERIMENT's trials until it holds its target.
 
-    'autotune run' makes the study (and sets how many trials it runs); start one worker per
-    host, or per GPU, then. A worker on other hardware than the study's is refused.
+    EXPERIMENT is the one the study was made with, named as for 'autotune run' (a bundled
+    name such as digits_cnn, path/to/file.py[:name] or module:name): a worker never runs the
+    code a storage names, and refuses an experiment whose reference or file differs from the
+    study's. 'autotune run' makes the study (and sets how many trials it runs); start one
+    worker per host, or per GPU, then. A worker on other hardware than the study's is refused.
     """
     from autotune.study.workers import join, target_of
     from autotune.views.terminal import safe, trial_line
 
+    if experiment is not None and experiment_option is not None:
+        raise click.UsageError("name the experiment once: EXPERIMENT or --experiment")
+    named = experiment if experiment is not None else experiment_option
+    if named is None or not named.strip():
+        raise click.UsageError(
+            "name the experiment the study was made with (EXPERIMENT, as for 'autotune run'): "
+            "a worker runs only the experiment its operator names"
+        )
     quiet_optuna()
     console = Console()
     if device is not None:
@@ -124,7 +147,7 @@ def worker(
     placement = Placement(
         cpus=parse_cpus(cpus) if cpus else None, device=device, shared=share_cores
     )
-    study = join(storage, study_name, placement=placement, seed=seed)
+    study = join(storage, study_name, named, placement=placement, seed=seed)
     target = target_of(study)
     me = f"{socket.gethostname()}:{os.getpid()}"
     console.print(

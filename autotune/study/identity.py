@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import importlib.util
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import optuna
 
-from autotune import hardware
+from autotune import bundled, hardware
 from autotune.config import RunSettings
 from autotune.exceptions import ConfigError
 from autotune.experiment import Experiment
@@ -66,6 +68,73 @@ def identity(
         "tensorflow": versions.get("tensorflow", ""),
         "keras": versions.get("keras", ""),
     }
+
+
+#: The provenance key of the sha256 of the experiment's file (:func:`experiment_digest`).
+DIGEST_KEY = "experiment_digest"
+
+
+def _experiment_file(reference: str) -> Path | None:
+    """The file a reference's experiment is defined in, found without importing it (a module
+    reference's parent packages are imported by :func:`importlib.util.find_spec`: they are
+    named by the caller, never by a storage); None when it cannot be found."""
+    reference = bundled.experiment_reference(reference.strip())
+    target = reference.rpartition(":")[0] if ":" in reference else reference
+    if not target:
+        return None
+    if target.endswith(".py") or "/" in target:
+        path = Path(target).expanduser()
+        return path.resolve() if path.is_file() else None
+    try:
+        spec = importlib.util.find_spec(target)
+    except (ImportError, ValueError):
+        return None
+    origin = spec.origin if spec is not None else None
+    return Path(origin) if origin and Path(origin).is_file() else None
+
+
+def experiment_digest(reference: str) -> str | None:
+    """The sha256 of the contents of the file ``reference`` names (a bundled name, a
+    ``file.py[:name]`` or ``module:name``), read without importing it; None when no file is
+    found (then the reference alone identifies the experiment)."""
+    path = _experiment_file(reference)
+    if path is None:
+        return None
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _short(value: object, limit: int = 200) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "...(cut)"
+
+
+def check_experiment(info: dict[str, Any], given: str, *, study_name: str, storage_url: str) -> str:
+    """The operator's experiment ``given`` resolved to its reference, once it matches the
+    study's stored identity: the stored reference and, where one was stored, the digest of the
+    file. ConfigError naming both (stored vs given) otherwise; nothing is imported here. A study
+    stored before digests has its reference compared alone."""
+    reference = bundled.experiment_reference(given.strip())
+    stored = info.get("experiment_reference")
+    where = f"study {study_name!r} in {storage_url!r}"
+    if not isinstance(stored, str) or reference != stored:
+        raise ConfigError(
+            f"{where} was made with experiment {_short(stored)}, not {_short(reference)}: a "
+            "worker runs "
+            "only the experiment the study was made with; name that one"
+        )
+    digest = info.get(DIGEST_KEY)
+    if digest is not None:
+        now = experiment_digest(reference)
+        if now != digest:
+            raise ConfigError(
+                f"{where}: the file of experiment {_short(reference)} has changed since the "
+                f"study was made (digest stored {str(digest)[:16]}, given {str(now)[:16]}); a "
+                "worker runs only the experiment file the study was made with"
+            )
+    return reference
 
 
 def objectives_of(
@@ -137,6 +206,7 @@ def record(
         current,
         {
             "experiment_reference": reference,
+            DIGEST_KEY: experiment_digest(reference),
             "space": space.to_dict(),
             "space_source": space.source,
             "settings": measurement(settings),
@@ -175,9 +245,12 @@ def check(
 
 
 __all__ = [
+    "DIGEST_KEY",
     "PER_RUN_SETTINGS",
     "check",
+    "check_experiment",
     "differences",
+    "experiment_digest",
     "hardware_differences",
     "identity",
     "measurement",

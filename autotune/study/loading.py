@@ -11,6 +11,7 @@ from autotune.exceptions import ConfigError
 from autotune.space import space_from_dict
 from autotune.store.schema import IDENTITY_KEY, INFO_KEY
 from autotune.store.storage import DEFAULT_STORAGE, STUDY_NAME, open_storage, pick_study_name
+from autotune.study.identity import check_experiment
 from autotune.study.placement import Placement
 from autotune.study.study import Study, TrialRunner
 
@@ -23,12 +24,17 @@ def load_study(
     seed: int = 0,
     placement: Placement | None = None,
     read_only: bool = True,
+    experiment: str | None = None,
 ) -> Study:
     """Opens a stored study with the experiment and space it was made with.
 
     With ``study_name`` None, the storage must hold exactly one study. ``read_only`` False
     checks the identity at once (a worker on other hardware is refused before it runs
-    anything); ``seed`` and ``placement`` as in :class:`Study`.
+    anything); ``seed`` and ``placement`` as in :class:`Study`. ``experiment`` (what a worker
+    passes: the one its operator named) must match the study's stored experiment, its reference
+    and the digest of its file, before anything is imported
+    (:func:`autotune.study.identity.check_experiment`); it is then the one loaded, never the
+    stored reference.
     """
     probe = open_storage(storage, must_exist=True)
     name = pick_study_name(probe, storage, study_name)
@@ -36,9 +42,14 @@ def load_study(
     info = stored.user_attrs.get(INFO_KEY)
     if not info or not stored.user_attrs.get(IDENTITY_KEY):
         raise ConfigError(f"{name!r} in {storage!r} was not made by autotune", argument=STUDY_NAME)
+    if not isinstance(info, dict):
+        raise ConfigError(f"{name!r} in {storage!r} was not made by autotune", argument=STUDY_NAME)
+    reference = str(info.get("experiment_reference", ""))
+    if experiment is not None:
+        reference = check_experiment(info, experiment, study_name=name, storage_url=storage)
     space = space_from_dict(info["space"], source=info.get("space_source", "<stored space>"))
     return Study(
-        info["experiment_reference"],
+        reference,
         space,
         storage,
         name,

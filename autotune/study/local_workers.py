@@ -29,9 +29,13 @@ def set_target(study: Study, n_trials: int) -> None:
     writer.write_target(study.optuna, n_trials)
 
 
-def worker_arguments(storage: str, study_name: str, placement: Placement, seed: int) -> list[str]:
-    """The ``python -m autotune worker`` command line of one local worker."""
-    command = [sys.executable, "-m", "autotune", "worker", "--storage", storage]
+def worker_arguments(
+    storage: str, study_name: str, placement: Placement, seed: int, experiment: str
+) -> list[str]:
+    """The ``python -m autotune worker`` command line of one local worker, naming its
+    experiment (the reference ``autotune run`` made the study with) explicitly."""
+    command = [sys.executable, "-m", "autotune", "worker", f"--experiment={experiment}"]
+    command += ["--storage", storage]
     command += ["--study", study_name, "--seed", str(seed)]
     if placement.device is not None:
         command += ["--device", placement.device]
@@ -58,7 +62,11 @@ class LocalWorkers:
         for index, placement in enumerate(self.placements, start=1):
             log = self.study.log_root / f"worker_{index}.log"
             command = worker_arguments(
-                self.study.storage_url, self.study.name, placement, self.seed + index
+                self.study.storage_url,
+                self.study.name,
+                placement,
+                self.seed + index,
+                self.study.reference,
             )
             with open(log, "wb") as output:
                 process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)

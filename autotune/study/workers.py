@@ -42,14 +42,17 @@ def worker_seed(seed: int, host: str | None = None, pid: int | None = None) -> i
 def join(
     storage: str,
     study_name: str | None,
+    experiment: str,
     *,
     placement: Placement | None = None,
     seed: int = 0,
     runner: TrialRunner | None = None,
 ) -> Study:
     """Opens the stored study ``study_name`` in ``storage`` (a Journal file or PostgreSQL) as a
-    worker; ConfigError when the storage holds one worker only or the study was made on other
-    hardware."""
+    worker running ``experiment``, the one its operator named (a bundled name or a reference);
+    ConfigError when the storage holds one worker only, the study was made with another
+    experiment (its reference, or its file's digest, differs: refused before anything is
+    imported) or on other hardware. The stored reference itself is never imported."""
     check_workers(storage)
     return load_study(
         storage,
@@ -58,6 +61,7 @@ def join(
         seed=worker_seed(seed),
         placement=placement,
         read_only=False,
+        experiment=experiment,
     )
 
 
