@@ -1,7 +1,8 @@
 """A worker process with a fake runner, for the tests of several workers on one study.
 
-``python -m tests.support.fake_worker STORAGE STUDY EVENTS SECONDS`` joins the study (shared
-cores: the fake runner uses none) and runs it to its target. Each run appends a JSON line to
+``python -m tests.support.fake_worker STORAGE STUDY EVENTS SECONDS EXPERIMENT`` joins the study
+running EXPERIMENT (the one it was made with; shared cores: the fake runner uses none) and runs it
+to its target. Each run appends a JSON line to
 the EVENTS file when it starts and when it ends (pid, "baseline_seed_<n>" or "trial_<n>", the
 configuration); a trial sleeps SECONDS first, so the workers' trials overlap. Nothing is
 trained; no TensorFlow is imported.
@@ -46,14 +47,14 @@ def read_events(events: Path) -> list[dict]:
     return [json.loads(line) for line in events.read_text(encoding="utf-8").splitlines()]
 
 
-def main(storage: str, study_name: str, events: str, seconds: str) -> None:
+def main(storage: str, study_name: str, events: str, seconds: str, experiment: str) -> None:
     import optuna
 
     from autotune.study.workers import join, target_of
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     runner = event_runner(Path(events), float(seconds))
-    study = join(storage, study_name, placement=Placement(shared=True), runner=runner)
+    study = join(storage, study_name, experiment, placement=Placement(shared=True), runner=runner)
     study.optimize(n_trials=target_of(study))
 
 

@@ -80,7 +80,13 @@ def test_a_bad_core_set_names_the_option(tmp_path, bad):
 
 def test_a_worker_joins_runs_the_baseline_and_the_study_to_its_target(journal_study):
     result = invoke(
-        "worker", "--storage", journal_study.storage_url, "--study", "shared", "--share-cores"
+        "worker",
+        journal_study.reference,
+        "--storage",
+        journal_study.storage_url,
+        "--study",
+        "shared",
+        "--share-cores",
     )
 
     assert result.exit_code == 0, result.output
@@ -96,7 +102,13 @@ def test_a_worker_records_its_place_with_each_trial(journal_study):
     # In this process: a core set would pin the test run itself, so the cores are shared here
     # (tests/unit/test_workers.py pins worker processes).
     result = invoke(
-        "worker", "--storage", journal_study.storage_url, "--study", "shared", "--share-cores"
+        "worker",
+        journal_study.reference,
+        "--storage",
+        journal_study.storage_url,
+        "--study",
+        "shared",
+        "--share-cores",
     )
 
     assert result.exit_code == 0, result.output
@@ -107,7 +119,9 @@ def test_a_worker_records_its_place_with_each_trial(journal_study):
 
 
 def test_a_worker_on_sqlite_is_refused(tmp_path):
-    result = invoke("worker", "--storage", f"sqlite:///{tmp_path}/a.db", "--study", "s")
+    result = invoke(
+        "worker", "digits_cnn", "--storage", f"sqlite:///{tmp_path}/a.db", "--study", "s"
+    )
 
     assert result.exit_code == 2
     assert "holds one worker at a time" in result.output
@@ -122,7 +136,7 @@ def test_a_worker_needs_an_existing_study(tmp_path):
         study_name="other",
     )
 
-    result = invoke("worker", "--storage", storage, "--study", "missing")
+    result = invoke("worker", "digits_cnn", "--storage", storage, "--study", "missing")
 
     assert result.exit_code == 2
     assert "'missing' is not in" in result.output and "other" in result.output
@@ -132,7 +146,14 @@ def test_a_second_cpu_worker_on_the_host_is_refused_naming_the_first(journal_stu
     from autotune.study.placement import HostClaim
 
     with HostClaim(Placement(), "someone-else"):
-        result = invoke("worker", "--storage", journal_study.storage_url, "--study", "shared")
+        result = invoke(
+            "worker",
+            journal_study.reference,
+            "--storage",
+            journal_study.storage_url,
+            "--study",
+            "shared",
+        )
 
     assert result.exit_code != 0
     assert "is already running trials for pid" in result.output

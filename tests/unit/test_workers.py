@@ -55,12 +55,14 @@ def make_study(storage: str, folder: Path, n_trials: int) -> Study:
     return study
 
 
-def start_workers(storage: str, count: int, events: Path, seconds: float) -> list[subprocess.Popen]:
+def start_workers(
+    storage: str, count: int, events: Path, seconds: float, experiment: str
+) -> list[subprocess.Popen]:
     command = [sys.executable, "-m", "tests.support.fake_worker", storage, STUDY, str(events)]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return [
         subprocess.Popen(
-            [*command, str(seconds)],
+            [*command, str(seconds), experiment],
             cwd=REPO,
             env=env,
             stdout=subprocess.PIPE,
@@ -87,7 +89,9 @@ def test_three_workers_share_one_study_without_doing_anything_twice(shared_stora
     study = make_study(shared_storage, tmp_path, n_trials=9)
     events = tmp_path / "events.jsonl"
 
-    ended = finish(start_workers(shared_storage, 3, events, seconds=0.4))
+    ended = finish(
+        start_workers(shared_storage, 3, events, seconds=0.4, experiment=study.reference)
+    )
 
     assert all(code == 0 for code, _ in ended), ended
     runs = read_events(events)
@@ -108,7 +112,7 @@ def test_a_worker_killed_mid_trial_is_failed_and_its_trial_retried_by_another(
 ):
     study = make_study(shared_storage, tmp_path, n_trials=6)
     events = tmp_path / "events.jsonl"
-    workers = start_workers(shared_storage, 3, events, seconds=1.5)
+    workers = start_workers(shared_storage, 3, events, seconds=1.5, experiment=study.reference)
     deadline = time.monotonic() + DEADLINE
     victim = None
     while victim is None and time.monotonic() < deadline:
@@ -140,12 +144,12 @@ def test_a_worker_killed_mid_trial_is_failed_and_its_trial_retried_by_another(
 
 def test_a_worker_on_other_hardware_is_refused_naming_the_difference(tmp_path, monkeypatch):
     storage = f"journal:///{tmp_path}/study.journal"
-    make_study(storage, tmp_path, n_trials=2)
+    study = make_study(storage, tmp_path, n_trials=2)
     facts = {**hardware._machine(), "cpu": "Another CPU @ 1.0GHz"}
     monkeypatch.setattr(hardware, "_machine", lambda: facts)
 
     with pytest.raises(ConfigError) as info:
-        join(storage, STUDY, placement=Placement(shared=True))
+        join(storage, STUDY, study.reference, placement=Placement(shared=True))
 
     assert "hardware: stored" in str(info.value)
     assert "cpu: stored" in str(info.value) and "now 'Another CPU @ 1.0GHz'" in str(info.value)
@@ -154,12 +158,13 @@ def test_a_worker_on_other_hardware_is_refused_naming_the_difference(tmp_path, m
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two usable cores")
 def test_a_worker_on_fewer_cores_than_the_study_is_refused(tmp_path):
     storage = f"journal:///{tmp_path}/study.journal"
-    make_study(storage, tmp_path, n_trials=2)
+    study = make_study(storage, tmp_path, n_trials=2)
     command = [
         sys.executable,
         "-c",
         "import sys; from autotune.study.workers import join; from autotune.study.placement import "
-        f"Placement; join({storage!r}, {STUDY!r}, placement=Placement(cpus=(0,)))",
+        f"Placement; join({storage!r}, {STUDY!r}, {study.reference!r}, "
+        "placement=Placement(cpus=(0,)))",
     ]
 
     completed = subprocess.run(command, capture_output=True, text=True, cwd=REPO, check=False)
@@ -172,7 +177,7 @@ def test_a_worker_on_fewer_cores_than_the_study_is_refused(tmp_path):
 
 def test_sqlite_holds_one_worker(tmp_path):
     with pytest.raises(ConfigError, match=r"Journal file on one host.*PostgreSQL"):
-        join(f"sqlite:///{tmp_path}/a.db", STUDY)
+        join(f"sqlite:///{tmp_path}/a.db", STUDY, "digits_cnn")
 
 
 def test_a_study_without_a_target_says_how_to_start_it(tmp_path):
@@ -181,7 +186,7 @@ def test_a_study_without_a_target_says_how_to_start_it(tmp_path):
     study.optuna.set_user_attr(TARGET_KEY, None)
 
     with pytest.raises(StudyError, match=r"autotune run .* --trials N"):
-        target_of(join(storage, STUDY, placement=Placement(shared=True)))
+        target_of(join(storage, STUDY, study.reference, placement=Placement(shared=True)))
 
 
 def test_optimize_stores_its_target_for_workers_joining_later(tmp_path):
@@ -203,12 +208,17 @@ def test_workers_seeds_differ_by_host_and_process_and_are_stable():
 
 
 def test_worker_arguments_carry_the_placement():
-    command = worker_arguments("journal:///s.journal", "st", Placement(cpus=(2, 3)), seed=4)
+    command = worker_arguments(
+        "journal:///s.journal", "st", Placement(cpus=(2, 3)), seed=4, experiment="x.py:e"
+    )
 
     assert command[1:4] == ["-m", "autotune", "worker"]
+    assert command[4] == "--experiment=x.py:e"
     assert command[command.index("--cpus") + 1] == "2-3"
     assert command[command.index("--seed") + 1] == "4"
-    gpu = worker_arguments("journal:///s.journal", "st", Placement(device="1"), seed=0)
+    gpu = worker_arguments(
+        "journal:///s.journal", "st", Placement(device="1"), seed=0, experiment="digits_cnn"
+    )
     assert gpu[gpu.index("--device") + 1] == "1" and "--cpus" not in gpu
 
 
