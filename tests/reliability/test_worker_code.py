@@ -14,6 +14,7 @@ the reference it was handed (what a trial process would import).
 from __future__ import annotations
 
 import hashlib
+import subprocess
 from pathlib import Path
 
 import optuna
@@ -25,11 +26,12 @@ from autotune.cli import main
 from autotune.store.schema import INFO_KEY
 from autotune.study import Study
 from autotune.study.placement import Placement
-from autotune.study.workers import set_target
+from autotune.study.workers import set_target, worker_arguments
 from tests.support.demo_study import fake_runner, write_experiment
 from tests.support.fake_trials import SPACE
 
 STUDY = "shared"
+REPO = Path(__file__).resolve().parents[2]
 #: autotune.study.identity.DIGEST_KEY, spelled out so that this file also runs on older code.
 DIGEST_KEY = "experiment_digest"
 
@@ -156,3 +158,21 @@ def test_a_study_stored_before_digests_compares_the_reference_alone(world):
     result = _worker(world, world["reference"])
 
     assert result.exit_code == 0, result.output
+
+
+def test_the_local_workers_command_line_names_the_experiment_and_is_checked(world):
+    """``autotune run --workers K`` starts ``python -m autotune worker`` with its experiment;
+    the real command line parses, and a mismatch there is refused too."""
+    given = worker_arguments(world["storage"], STUDY, Placement(shared=True), 0, world["reference"])
+    assert f"--experiment={world['reference']}" in given
+    wrong = worker_arguments(world["storage"], STUDY, Placement(shared=True), 0, "digits_cnn")
+    before = _digest(world["journal"])
+
+    completed = subprocess.run(
+        wrong, capture_output=True, text=True, timeout=120, check=False, cwd=REPO
+    )
+
+    assert completed.returncode == 2, completed.stdout + completed.stderr
+    assert "autotune.bundled.digits_cnn:experiment" in completed.stderr
+    assert world["reference"] in completed.stderr
+    assert _digest(world["journal"]) == before
