@@ -30,7 +30,7 @@ def load_study(
     checks the identity at once (a worker on other hardware is refused before it runs
     anything); ``seed`` and ``placement`` as in :class:`Study`.
     """
-    probe = open_storage(storage, must_exist=True)
+    probe = open_storage(storage, must_exist=True, read_only=True)
     name = pick_study_name(probe, storage, study_name)
     stored = optuna.load_study(study_name=name, storage=probe)
     info = stored.user_attrs.get(INFO_KEY)
