@@ -236,8 +236,17 @@ def open_storage(
 
 
 def _missing_tables(error: BaseException) -> bool:
-    text = " ".join(str(cause).lower() for cause in error_chain(error))
-    return "no such table" in text or "does not exist" in text or "undefinedtable" in text
+    """Whether ``error`` says a table is missing (SQLite's "no such table", PostgreSQL's
+    UndefinedTable: 'relation "version_info" does not exist', MySQL's "doesn't exist")."""
+    for cause in error_chain(error):
+        text = str(cause).lower()
+        if type(cause).__name__ == "UndefinedTable" or "no such table" in text:
+            return True
+        if "relation" in text and "does not exist" in text:
+            return True
+        if "table" in text and "doesn't exist" in text:
+            return True
+    return False
 
 
 def _check_sqlite_is_optuna(url: str) -> None:
