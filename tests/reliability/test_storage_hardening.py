@@ -48,6 +48,8 @@ READ_COMMANDS = (
     ("export", "-o", "recipe.json"),
     ("report", "-o", "report.html"),
 )
+#: The dashboard opens the storage before it listens: a refused storage never serves.
+REFUSING_COMMANDS = (*READ_COMMANDS, ("dashboard", "--host", "127.0.0.1", "--port", "9"))
 
 
 def _digest(path: Path) -> str:
@@ -133,13 +135,13 @@ def test_a_damaged_journal_is_refused_by_every_command_and_left_as_it_was(
     before = _digest(path)
     space = sandbox.write_space("s", SPACE_TABLE)
     commands = [
-        *READ_COMMANDS,
+        *REFUSING_COMMANDS,
         ("run", reference, "--space", str(space), "--study", "s", "--trials", "1"),
         _worker_command(reference),
     ]
 
     for command in commands:
-        done = _cli(sandbox, *command, "--storage", url)
+        done = _cli(sandbox, *command, "--storage", url, timeout=60)
 
         assert done.returncode == 2, (command, done.stdout + done.stderr)
         line = one_line_error(done.stderr)
@@ -253,8 +255,8 @@ def test_reading_commands_refuse_what_is_not_a_study_and_leave_it_as_it_was(
         _unrelated_database(sandbox.db)
     before = sandbox.db_digest()
 
-    for command in READ_COMMANDS:
-        done = _cli(sandbox, *command, "--storage", sandbox.storage)
+    for command in REFUSING_COMMANDS:
+        done = _cli(sandbox, *command, "--storage", sandbox.storage, timeout=60)
 
         assert done.returncode == 2, (command, done.stdout + done.stderr)
         line = one_line_error(done.stderr)
