@@ -446,7 +446,7 @@ def load_records(storage_url: str, study_name: str | None = None) -> StudyRecord
 
     Raises ConfigError (argument "storage" or "study_name") for a missing database or study.
     """
-    storage = open_storage(storage_url, must_exist=True)
+    storage = open_storage(storage_url, must_exist=True, read_only=True)
     return read_records(storage, storage_url, study_name)
 
 

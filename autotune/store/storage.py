@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sqlite3
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +35,14 @@ JOURNAL_LOCKS = ("symlink", "open")
 #: The arguments a storage error names (:attr:`autotune.exceptions.ConfigError.argument`).
 STORAGE = "storage"
 STUDY_NAME = "study_name"
+#: Seconds a network storage (PostgreSQL, MySQL) may take to connect before the command fails;
+#: the environment variable :data:`CONNECT_TIMEOUT_VARIABLE` sets another number of seconds.
+CONNECT_TIMEOUT_SECONDS = 10
+CONNECT_TIMEOUT_VARIABLE = "AUTOTUNE_CONNECT_TIMEOUT"
+#: The tables every Optuna RDB storage has: a database without them holds no study.
+OPTUNA_TABLES = frozenset({"studies", "trials", "version_info"})
+#: The op codes of Optuna's Journal records (optuna.storages.journal's JournalOperation).
+JOURNAL_OP_CODES = frozenset(range(11))
 
 
 @contextlib.contextmanager
@@ -152,34 +162,138 @@ def engine_url(url: str) -> str:
     return url
 
 
+def connect_timeout() -> float:
+    """Seconds a network storage may take to connect: :data:`CONNECT_TIMEOUT_SECONDS`, or the
+    positive number of seconds in the environment variable :data:`CONNECT_TIMEOUT_VARIABLE`."""
+    text = os.environ.get(CONNECT_TIMEOUT_VARIABLE, "").strip()
+    if not text:
+        return CONNECT_TIMEOUT_SECONDS
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds <= 3600:  # also refuses NaN
+        raise ConfigError(
+            f": environment variable {CONNECT_TIMEOUT_VARIABLE} must be a number of seconds "
+            f"above 0 and at most 3600. Received: {text[:40]!r}",
+            argument=STORAGE,
+        )
+    return seconds
+
+
+def connect_args(url: str) -> dict[str, Any]:
+    """The DB-API connect arguments autotune opens ``url`` with: SQLite's busy timeout, or a
+    network storage's connect timeout (whole seconds, as libpq and PyMySQL take it)."""
+    if url.startswith("sqlite"):
+        return {"timeout": SQLITE_BUSY_SECONDS}
+    if url.startswith(("postgresql", "mysql")):
+        return {"connect_timeout": max(1, round(connect_timeout()))}
+    return {}
+
+
 def open_storage(
     url: str = DEFAULT_STORAGE,
     *,
     must_exist: bool = False,
     stale_trial_callback: Any = None,
+    read_only: bool = False,
 ) -> optuna.storages.BaseStorage:
     """An Optuna storage: RDB with heartbeats (and a generous SQLite busy timeout), or a
-    Journal file."""
+    Journal file.
+
+    A Journal file is checked whole before it is opened (:func:`check_journal`). With
+    ``read_only`` (the reading commands) nothing is written to the storage: an RDB storage must
+    hold Optuna's tables already (they are not created), so an empty file or another database
+    is refused, not turned into a study storage.
+    """
     check_url(url, must_exist=must_exist)
     journal = journal_path(url)
     if journal is not None:
         return _open_journal(url, journal)
-    engine_kwargs: dict[str, Any] = {}
-    if url.startswith("sqlite"):
-        engine_kwargs["connect_args"] = {"timeout": SQLITE_BUSY_SECONDS}
+    if read_only:
+        _check_sqlite_is_optuna(url)
+    engine_kwargs: dict[str, Any] = {"connect_args": connect_args(url)}
     try:
         with quiet_experimental():
             return optuna.storages.RDBStorage(
                 engine_url(url),
                 engine_kwargs=engine_kwargs,
+                skip_table_creation=read_only,
                 heartbeat_interval=HEARTBEAT_SECONDS,
                 grace_period=GRACE_SECONDS,
                 heartbeat_stale_trial_callback=stale_trial_callback,
             )
     except Exception as error:  # SQLAlchemy raises many kinds; all mean "cannot open this"
+        if read_only and _missing_tables(error):
+            raise ConfigError(
+                f"{url!r} is not an autotune/Optuna study storage: it has no Optuna tables; "
+                "autotune does not write to it",
+                argument=STORAGE,
+            ) from error
         raise ConfigError(
             f"{url!r} cannot be opened: {database_error_text(error)}", argument=STORAGE
         ) from error
+
+
+def _missing_tables(error: BaseException) -> bool:
+    """Whether ``error`` says a table is missing (SQLite's "no such table", PostgreSQL's
+    UndefinedTable: 'relation "version_info" does not exist', MySQL's "doesn't exist")."""
+    for cause in error_chain(error):
+        text = str(cause).lower()
+        if type(cause).__name__ == "UndefinedTable" or "no such table" in text:
+            return True
+        if "relation" in text and "does not exist" in text:
+            return True
+        if "table" in text and "doesn't exist" in text:
+            return True
+    return False
+
+
+def _check_sqlite_is_optuna(url: str) -> None:
+    """Refuses an SQLite file that is empty or holds no Optuna tables, reading it read-only
+    (``mode=ro``: SQLite neither creates the file nor writes to it)."""
+    path = sqlite_path(url)
+    if path is None:
+        return
+    not_a_study = f"{url!r} is not an autotune/Optuna study storage"
+    try:
+        size = path.stat().st_size
+    except OSError as error:
+        raise ConfigError(
+            f"{url!r} cannot be read: {error.strerror or error}", argument=STORAGE
+        ) from error
+    if size == 0:
+        raise ConfigError(
+            f"{not_a_study}: {str(path)!r} is an empty file; autotune does not write to it. "
+            "Name the database a study was run with",
+            argument=STORAGE,
+        )
+    uri = "file:" + _uri_path(path) + "?mode=ro"
+    try:
+        connection = sqlite3.connect(uri, uri=True, timeout=SQLITE_BUSY_SECONDS)
+        try:
+            rows = connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            tables = {row[0] for row in rows}
+        finally:
+            connection.close()
+    except sqlite3.Error as error:
+        raise ConfigError(
+            f"{not_a_study}: {str(path)!r} cannot be read as an SQLite database ({error}); "
+            "autotune does not write to it",
+            argument=STORAGE,
+        ) from error
+    if not OPTUNA_TABLES.issubset(tables):
+        raise ConfigError(
+            f"{not_a_study}: the SQLite database {str(path)!r} has no Optuna tables; "
+            "autotune does not write to it. Name the database a study was run with",
+            argument=STORAGE,
+        )
+
+
+def _uri_path(path: Path) -> str:
+    from urllib.parse import quote
+
+    return quote(str(path.absolute()), safe="/")
 
 
 def _open_journal(url: str, path: Path) -> optuna.storages.JournalStorage:
@@ -199,35 +313,91 @@ def _open_journal(url: str, path: Path) -> optuna.storages.JournalStorage:
 
 
 def _check_journal(url: str, path: Path) -> None:
-    """Refuses an existing file that is not an Optuna Journal (whose records Optuna would
-    otherwise skip as unreadable, then append its own to: a database given by mistake would be
-    damaged)."""
+    """Refuses an existing file that is not a whole Optuna Journal before anything is appended
+    to it (:func:`check_journal`)."""
+    for attempt in range(4):
+        try:
+            check_journal(url, path)
+            return
+        except _CutOff:
+            if attempt == 3:
+                raise
+            time.sleep(0.1)  # another worker may be writing its last line this instant
+
+
+class _CutOff(ConfigError):
+    """The Journal's last line has no newline yet."""
+
+
+def check_journal(url: str, path: Path) -> None:
+    """Raises ConfigError (argument "storage") unless the file at ``path`` is a whole Optuna
+    Journal: every line a JSON object with a known op code, the last one ended by a newline.
+
+    Optuna would skip a line it cannot read, then append its own records to a half-written
+    last line (what a killed writer or a full disk leaves), and from then on no command could
+    open the study; a line it can read but does not know fails deep inside it. A missing or
+    empty file is a new Journal.
+    """
     try:
         with open(path, "rb") as journal:
-            first = journal.readline(1 << 16)
+            data = journal.read()
     except FileNotFoundError:
         return
     except OSError as error:
         raise ConfigError(
             f"{url!r} cannot be read: {error.strerror or error}", argument=STORAGE
         ) from error
-    if not first:
+    if not data:
         return
+    if data.startswith(b"SQLite format 3"):
+        raise ConfigError(
+            f"{str(path)!r} is an SQLite database (use sqlite:///...); autotune does not write "
+            f"to it. Received: {url!r}",
+            argument=STORAGE,
+        )
+    lines = data.split(b"\n")
+    complete, last = lines[:-1], lines[-1]
+    for number, line in enumerate(complete, start=1):
+        problem = _journal_line_problem(line)
+        if problem is not None:
+            if number == 1:
+                raise ConfigError(
+                    f"{str(path)!r} is not an Optuna Journal file: its first line is not a "
+                    f"journal record ({problem}); autotune does not write to it. "
+                    f"Received: {url!r}",
+                    argument=STORAGE,
+                )
+            raise ConfigError(
+                f"the Journal file {str(path)!r} is damaged: line {number} {problem}; autotune "
+                "does not write to it. Restore it from a copy, or keep a copy and remove that "
+                "line and those after it (the records they held are lost)",
+                argument=STORAGE,
+            )
+    if last:
+        where = f"line {len(lines)}"
+        raise _CutOff(
+            f"the Journal file {str(path)!r} is damaged: its last line ({where}) is cut off "
+            "(no newline: a writer was killed or the disk filled); autotune does not write to "
+            "it. Keep a copy, then remove the partial line "
+            f"(truncate -s {len(data) - len(last)} {str(path)!r}) and run again",
+            argument=STORAGE,
+        )
+
+
+def _journal_line_problem(line: bytes) -> str | None:
+    """What is wrong with one Journal line, None when it is a record Optuna knows."""
     try:
-        record = json.loads(first)
-    except ValueError:
-        record = None
-    if isinstance(record, dict) and "op_code" in record:
-        return
-    what = (
-        "an SQLite database (use sqlite:///...)"
-        if first.startswith(b"SQLite format 3")
-        else "not an Optuna Journal file: its first line is not a journal record"
-    )
-    raise ConfigError(
-        f"{str(path)!r} is {what}; autotune does not write to it. Received: {url!r}",
-        argument=STORAGE,
-    )
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return "is not JSON"
+    if not isinstance(record, dict):
+        return f"is a JSON {type(record).__name__}, not a record"
+    op_code = record.get("op_code")
+    if isinstance(op_code, bool) or not isinstance(op_code, int):
+        return "has no op_code"
+    if op_code not in JOURNAL_OP_CODES:
+        return f"has the unknown op_code {op_code}"
+    return None
 
 
 def has_heartbeat(storage: optuna.storages.BaseStorage) -> bool:

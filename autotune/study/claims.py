@@ -29,7 +29,7 @@ from types import TracebackType
 from typing import Any
 
 from autotune.exceptions import ConfigError
-from autotune.store.storage import STORAGE, engine_url, journal_path
+from autotune.store.storage import STORAGE, connect_args, engine_url, journal_path
 
 CLAIMS = ("baseline", "proposal")
 #: Seconds between two tries of a claim another worker holds.
@@ -99,7 +99,9 @@ class Claim:
 
         if self._connection is None:
             self._engine = sqlalchemy.create_engine(
-                engine_url(self.storage_url), poolclass=sqlalchemy.pool.NullPool
+                engine_url(self.storage_url),
+                poolclass=sqlalchemy.pool.NullPool,
+                connect_args=connect_args(self.storage_url),
             )
             self._connection = self._engine.connect().execution_options(
                 isolation_level="AUTOCOMMIT"

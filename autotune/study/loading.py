@@ -36,7 +36,7 @@ def load_study(
     (:func:`autotune.study.identity.check_experiment`); it is then the one loaded, never the
     stored reference.
     """
-    probe = open_storage(storage, must_exist=True)
+    probe = open_storage(storage, must_exist=True, read_only=True)
     name = pick_study_name(probe, storage, study_name)
     stored = optuna.load_study(study_name=name, storage=probe)
     info = stored.user_attrs.get(INFO_KEY)

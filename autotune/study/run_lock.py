@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from autotune.exceptions import ConfigError, StudyError
-from autotune.store.storage import sqlite_path, storage_files
+from autotune.store.storage import sqlite_path
 
 #: The lock files this process holds (a block holding one may call another that asks again).
 _held: set[Path] = set()
@@ -32,8 +32,33 @@ _held: set[Path] = set()
 
 def lock_file(storage_url: str) -> Path | None:
     """The lock file of an SQLite storage (None for a Journal file or a server, which several
-    workers share): the last of :func:`autotune.store.storage.storage_files`."""
-    return storage_files(storage_url)[-1] if sqlite_path(storage_url) is not None else None
+    workers share): ``<database>.lock`` beside the database file itself, whatever name the URL
+    gives it (a symbolic link, a relative path: the same file has the same lock)."""
+    database = sqlite_path(storage_url)
+    if database is None:
+        return None
+    real = Path(os.path.realpath(database))
+    return real.with_name(real.name + ".lock")
+
+
+def _lock_database(storage_url: str) -> int | None:
+    """A descriptor holding an exclusive ``flock`` on the database file itself, which every
+    name of it shares (a hard link too); None when the file is not there yet. Raises
+    BlockingIOError when another process holds it. SQLite locks with ``fcntl`` byte ranges,
+    which a ``flock`` does not touch."""
+    database = sqlite_path(storage_url)
+    if database is None:
+        return None
+    try:
+        descriptor = os.open(database, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
 
 
 def _holder(path: Path) -> str:
@@ -47,12 +72,22 @@ def _holder(path: Path) -> str:
         return "a process that has not said who it is yet"
 
 
+def _held_file(path: Path) -> bool:
+    """Whether this process holds the lock of the same database under another name."""
+    database = path.with_name(path.name[: -len(".lock")])
+    for held in _held:
+        with contextlib.suppress(OSError):
+            if os.path.samefile(database, held.with_name(held.name[: -len(".lock")])):
+                return True
+    return False
+
+
 @contextlib.contextmanager
 def hold(storage_url: str, study_name: str) -> Iterator[None]:
     """Holds the storage's run lock while the block runs trials; raises StudyError at once when
     another process holds it. Re-entrant: a block inside one holding it holds it already."""
     path = lock_file(storage_url)
-    if path is None or path in _held:  # a server, or held already by this process
+    if path is None or path in _held or _held_file(path):  # a server, or held already here
         yield
         return
     try:
@@ -63,9 +98,11 @@ def hold(storage_url: str, study_name: str) -> Iterator[None]:
             f"{error.strerror or error}",
             argument="storage",
         ) from error
+    database: int | None = None
     try:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            database = _lock_database(storage_url)
         except BlockingIOError:
             raise StudyError(
                 f"{storage_url} is in use by {_holder(path)}. An SQLite study runs in one "
@@ -88,6 +125,8 @@ def hold(storage_url: str, study_name: str) -> Iterator[None]:
         finally:
             _held.discard(path)
     finally:
+        if database is not None:
+            os.close(database)
         os.close(descriptor)  # releases the lock
 
 

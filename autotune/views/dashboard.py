@@ -188,7 +188,7 @@ class Dashboard:
     ) -> None:
         self.storage_url = storage_url
         self.refresh_seconds = refresh_seconds
-        self._storage = open_storage(storage_url, must_exist=True)
+        self._storage = open_storage(storage_url, must_exist=True, read_only=True)
         self.records = read_records(self._storage, storage_url, study_name)
         self.study_name = self.records.study_name
         self.stamp = records_stamp(self.records)
