@@ -15,10 +15,11 @@ re-run with another seed).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,8 +57,10 @@ from autotune.store.schema import (
     failure_of,
     profile_reruns,
     row_of,
+    stored_as,
 )
 from autotune.store.storage import (
+    STORAGE,
     STUDY_NAME,
     database_file,
     open_storage,
@@ -409,26 +412,59 @@ def read_records(
         metric_names = tuple(study.metric_names or OBJECTIVES)
     attrs = study.user_attrs
     identity: dict[str, Any] = attrs.get(IDENTITY_KEY) or {}
-    info: dict[str, Any] = attrs.get(INFO_KEY) or {}
     if not identity:
         raise ConfigError(f"{name!r} in {url!r} was not made by autotune", argument=STUDY_NAME)
+    with _damaged(url, name, "its study attributes"):
+        stored_as(identity, dict, IDENTITY_KEY, "a JSON object")
+        info: dict[str, Any] = stored_as(attrs.get(INFO_KEY), dict, INFO_KEY, "a JSON object")
+        info = info or {}
+        for key in ("hardware", "versions"):
+            stored_as(info.get(key), dict, f"{INFO_KEY}.{key}", "a JSON object")
+        tolerance = float(
+            stored_as(identity.get("tolerance"), _NUMBERS, f"{IDENTITY_KEY}.tolerance", "a number")
+        )
+        mismatches = stored_as(attrs.get(MISMATCHES_KEY), list, MISMATCHES_KEY, "a list") or []
     reruns = profile_reruns(attrs)
-    trials = tuple(row_of(t, reruns) for t in study.get_trials(deepcopy=False))
+    rows = []
+    for stored in study.get_trials(deepcopy=False):
+        with _damaged(url, name, f"trial {stored.number}"):
+            rows.append(row_of(stored, reruns))
+    trials = tuple(rows)
+    with _damaged(url, name, f"its baseline ({BASELINE_KEY!r})"):
+        baseline = baseline_of(attrs.get(BASELINE_KEY) or {}, _baseline_log_dir(url, name, trials))
     return StudyRecords(
         study_name=name,
         storage=url,
-        tolerance=float(identity["tolerance"]),
+        tolerance=tolerance,
         experiment=str(identity.get("experiment", "")),
         experiment_reference=str(info.get("experiment_reference", "")),
-        baseline=baseline_of(attrs.get(BASELINE_KEY) or {}, _baseline_log_dir(url, name, trials)),
+        baseline=baseline,
         trials=trials,
         identity=dict(identity),
         info=dict(info),
         metric_names=metric_names,
-        mismatches_allowed=tuple(attrs.get(MISMATCHES_KEY, [])),
+        mismatches_allowed=tuple(mismatches),
         read_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         confirmation=_confirmation_of(attrs.get(CONFIRMATION_KEY)),
     )
+
+
+_NUMBERS = (int, float)
+
+
+@contextlib.contextmanager
+def _damaged(url: str, name: str, where: str) -> Iterator[None]:
+    """Reports a stored value of the wrong type, read in the block, as a damaged study: one
+    line naming the storage, the study, ``where`` (a trial, the baseline) and the key."""
+    try:
+        yield
+    except (TypeError, ValueError, KeyError, AttributeError) as error:
+        raise ConfigError(
+            f"{url!r}: study {name!r} is damaged: in {where}, {error} (a stored value of the "
+            "wrong type); autotune does not read or write it. Restore the storage from a copy, "
+            "or start a new study",
+            argument=STORAGE,
+        ) from error
 
 
 def _confirmation_of(data: Any) -> Confirmation | None:

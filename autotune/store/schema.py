@@ -117,7 +117,30 @@ INTERRUPTED_FAILURE = {
 }
 
 
+def stored_as(value: Any, kind: type | tuple[type, ...], key: str, what: str) -> Any:
+    """``value`` read back from the storage under ``key``, or None when it is None; ValueError
+    naming ``key`` when it is not a ``kind`` (``what``: "a JSON object", "a number"): a damaged
+    study, which its reader reports naming the study and the trial."""
+    if value is None:
+        return None
+    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _kinds(kind)):
+        shown = repr(value)
+        shown = shown if len(shown) <= 80 else f"{shown[:80]}... ({len(shown):,} characters)"
+        raise ValueError(f"{key!r} must be {what}. Received: {shown}")
+    return value
+
+
+def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+_NUMBER = (int, float)
+
+
 def _curve(points: Iterable[dict[str, Any]] | None) -> tuple[CurvePoint, ...]:
+    stored_as(points, (list, tuple), "curve", "a list")
+    for point in points or ():
+        stored_as(point, dict, "curve", "a list of JSON objects")
     return tuple(
         CurvePoint(samples=int(p["samples"]), val_loss=float(p["val_loss"])) for p in points or ()
     )
@@ -130,11 +153,11 @@ def _optional_float(value: Any) -> float | None:
 
 
 def _as_dict(value: Any) -> dict[str, Any]:
-    return dict(value or {})
+    return dict(stored_as(value, dict, "value", "a JSON object") or {})
 
 
 def _as_stored(value: Any) -> Any:
-    return value
+    return stored_as(value, _NUMBER, "value", "a number")
 
 
 #: The metadata key of a :class:`RunFacts` field read from the stored RunResult field of its name.
@@ -196,11 +219,14 @@ def run_facts(
 ) -> dict[str, Any]:
     """The :class:`RunFacts` fields (with the :class:`ProfileFacts` ones) of a stored RunResult
     dict of ``config``, its Pareto re-run ``rerun`` merged into the profile facts."""
-    values = {
-        f.name: f.metadata[_READ](result.get(f.name))
-        for f in dataclasses.fields(RunFacts)
-        if _READ in f.metadata
-    }
+    stored_as(result, dict, RESULT_ATTR, "a JSON object")
+    values = {}
+    for item in dataclasses.fields(RunFacts):
+        if _READ in item.metadata:
+            try:
+                values[item.name] = item.metadata[_READ](result.get(item.name))
+            except (TypeError, ValueError, KeyError) as error:
+                raise ValueError(f"{RESULT_ATTR}.{item.name}: {error}") from error
     values["learning_rate"] = _optional_float(values["effective"].get("learning_rate"))
     return values | profile_fields(result, config, rerun)
 
@@ -342,14 +368,31 @@ def _feasible(trial: FrozenTrial) -> bool | None:
     return all(v <= 0 for v in constraints.values()) if constraints else None
 
 
+#: The trial user attributes a row reads, with the type each must have when stored.
+_TRIAL_ATTRS: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
+    (CONFIG_ATTR, dict, "a JSON object"),
+    (RESULT_ATTR, dict, "a JSON object"),
+    (THROUGHPUT_ATTR, dict, "a JSON object"),
+    (FIDELITY_ATTR, _NUMBER, "a number"),
+    (FIDELITY_SYMMETRIC_ATTR, _NUMBER, "a number"),
+    (FAILURE_ATTR, dict, "a JSON object"),
+    (PRUNED_REASON_ATTR, str, "a string"),
+    (DUPLICATE_OF_ATTR, int, "an integer"),
+    (LOG_DIR_ATTR, str, "a string"),
+)
+
+
 def row_of(trial: FrozenTrial, reruns: Mapping[int, Mapping[str, Any]] | None = None) -> TrialRow:
     """A :class:`TrialRow` from an Optuna trial stored by an autotune study, with its Pareto
     re-run from ``reruns`` (by trial number; see :func:`profile_reruns`) merged in. A duplicate
     of an earlier trial takes that trial's re-run."""
     attrs = trial.user_attrs
+    for key, kind, what in _TRIAL_ATTRS:
+        stored_as(attrs.get(key), kind, key, what)
     config = TrialConfig.from_dict(attrs[CONFIG_ATTR]) if attrs.get(CONFIG_ATTR) else None
     result: dict[str, Any] = attrs.get(RESULT_ATTR) or {}
     failure = failure_of(trial)
+    stored_as((failure or {}).get("kind"), str, f"{FAILURE_ATTR}.kind", "a string")
     reason = attrs.get(PRUNED_REASON_ATTR) if trial.state == TrialState.PRUNED else None
     duplicate_of = attrs.get(DUPLICATE_OF_ATTR)
     return TrialRow(
@@ -379,11 +422,17 @@ def _mib(size: int | None) -> float | None:
 
 
 def baseline_of(stored: dict[str, Any], log_dir: str | None = None) -> BaselineRecord:
-    """A :class:`BaselineRecord` from the study's ``autotune_baseline`` user attribute."""
-    runs: dict[str, Any] = stored.get("runs") or {}
+    """A :class:`BaselineRecord` from the study's ``autotune_baseline`` user attribute;
+    ValueError (or TypeError) naming the key when a stored value has the wrong type."""
+    stored_as(stored, dict, BASELINE_KEY, "a JSON object")
+    runs: dict[str, Any] = stored_as(stored.get("runs"), dict, "runs", "a JSON object") or {}
+    for seed, run in runs.items():
+        stored_as(run, dict, f"runs.{seed}", "a JSON object")
     main: dict[str, Any] = runs.get(str(BASELINE_SEEDS[0])) or {}
     config = stored.get("config") or main.get("config")
-    floor = stored.get("noise_floor")
+    stored_as(config, dict, "config", "a JSON object")
+    stored_as(main.get("throughput"), dict, "runs.0.throughput", "a JSON object")
+    floor = stored_as(stored.get("noise_floor"), dict, "noise_floor", "a JSON object")
     return BaselineRecord(
         config=TrialConfig.from_dict(config, source="stored baseline config") if config else None,
         throughput=Estimate(**main["throughput"]) if main.get("throughput") else None,
@@ -439,4 +488,5 @@ __all__ = [
     "profile_reruns",
     "row_of",
     "run_facts",
+    "stored_as",
 ]
