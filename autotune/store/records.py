@@ -15,11 +15,10 @@ re-run with another seed).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime as dt
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,13 +53,13 @@ from autotune.store.schema import (
     RunFacts,
     TrialRow,
     baseline_of,
+    damaged_study,
     failure_of,
     profile_reruns,
     row_of,
     stored_as,
 )
 from autotune.store.storage import (
-    STORAGE,
     STUDY_NAME,
     database_file,
     open_storage,
@@ -414,23 +413,25 @@ def read_records(
     identity: dict[str, Any] = attrs.get(IDENTITY_KEY) or {}
     if not identity:
         raise ConfigError(f"{name!r} in {url!r} was not made by autotune", argument=STUDY_NAME)
-    with _damaged(url, name, "its study attributes"):
+    with damaged_study(url, name, "its study attributes"):
         stored_as(identity, dict, IDENTITY_KEY, "a JSON object")
         info: dict[str, Any] = stored_as(attrs.get(INFO_KEY), dict, INFO_KEY, "a JSON object")
         info = info or {}
         for key in ("hardware", "versions"):
             stored_as(info.get(key), dict, f"{INFO_KEY}.{key}", "a JSON object")
         tolerance = float(
-            stored_as(identity.get("tolerance"), _NUMBERS, f"{IDENTITY_KEY}.tolerance", "a number")
+            stored_as(
+                identity.get("tolerance"), (int, float), f"{IDENTITY_KEY}.tolerance", "a number"
+            )
         )
         mismatches = stored_as(attrs.get(MISMATCHES_KEY), list, MISMATCHES_KEY, "a list") or []
     reruns = profile_reruns(attrs)
     rows = []
     for stored in study.get_trials(deepcopy=False):
-        with _damaged(url, name, f"trial {stored.number}"):
+        with damaged_study(url, name, f"trial {stored.number}"):
             rows.append(row_of(stored, reruns))
     trials = tuple(rows)
-    with _damaged(url, name, f"its baseline ({BASELINE_KEY!r})"):
+    with damaged_study(url, name, f"its baseline ({BASELINE_KEY!r})"):
         baseline = baseline_of(attrs.get(BASELINE_KEY) or {}, _baseline_log_dir(url, name, trials))
     return StudyRecords(
         study_name=name,
@@ -447,24 +448,6 @@ def read_records(
         read_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         confirmation=_confirmation_of(attrs.get(CONFIRMATION_KEY)),
     )
-
-
-_NUMBERS = (int, float)
-
-
-@contextlib.contextmanager
-def _damaged(url: str, name: str, where: str) -> Iterator[None]:
-    """Reports a stored value of the wrong type, read in the block, as a damaged study: one
-    line naming the storage, the study, ``where`` (a trial, the baseline) and the key."""
-    try:
-        yield
-    except (TypeError, ValueError, KeyError, AttributeError) as error:
-        raise ConfigError(
-            f"{url!r}: study {name!r} is damaged: in {where}, {error} (a stored value of the "
-            "wrong type); autotune does not read or write it. Restore the storage from a copy, "
-            "or start a new study",
-            argument=STORAGE,
-        ) from error
 
 
 def _confirmation_of(data: Any) -> Confirmation | None:

@@ -33,10 +33,11 @@ Trial user attributes: the keys named ``*_ATTR`` below.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +45,7 @@ from optuna.distributions import distribution_to_json
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.config import TrialConfig
+from autotune.exceptions import ConfigError
 from autotune.fidelity import NoiseFloor
 from autotune.measure import Estimate
 from autotune.store.objectives import DEFAULT_OBJECTIVES, MIB, peak_memory_bytes
@@ -118,20 +120,29 @@ INTERRUPTED_FAILURE = {
 
 
 def stored_as(value: Any, kind: type | tuple[type, ...], key: str, what: str) -> Any:
-    """``value`` read back from the storage under ``key``, or None when it is None; ValueError
-    naming ``key`` when it is not a ``kind`` (``what``: "a JSON object", "a number"): a damaged
-    study, which its reader reports naming the study and the trial."""
+    """``value`` read back from the storage under ``key`` (or None); ValueError naming ``key``
+    and ``what`` it must be when it is not a ``kind``: a damaged study (:func:`damaged_study`)."""
     if value is None:
         return None
-    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _kinds(kind)):
-        shown = repr(value)
-        shown = shown if len(shown) <= 80 else f"{shown[:80]}... ({len(shown):,} characters)"
-        raise ValueError(f"{key!r} must be {what}. Received: {shown}")
+    if not isinstance(value, kind) or isinstance(value, bool):  # no stored value is a bool
+        raise ValueError(f"{key!r} must be {what}. Received: {repr(value)[:80]}")
     return value
 
 
-def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
-    return kind if isinstance(kind, tuple) else (kind,)
+@contextlib.contextmanager
+def damaged_study(url: str, name: str, where: str) -> Iterator[None]:
+    """Reports a stored value of the wrong type, read in the block, as a damaged study: one
+    line (ConfigError naming the storage, exit 2) naming the study, ``where`` (a trial, the
+    baseline) and the key."""
+    try:
+        yield
+    except (TypeError, ValueError, KeyError, AttributeError) as error:
+        raise ConfigError(
+            f"{url!r}: study {name!r} is damaged: in {where}, {error} (a stored value of the "
+            "wrong type); autotune does not read or write it. Restore the storage from a copy, "
+            "or start a new study",
+            argument="storage",
+        ) from error
 
 
 _NUMBER = (int, float)
@@ -370,15 +381,11 @@ def _feasible(trial: FrozenTrial) -> bool | None:
 
 #: The trial user attributes a row reads, with the type each must have when stored.
 _TRIAL_ATTRS: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
-    (CONFIG_ATTR, dict, "a JSON object"),
-    (RESULT_ATTR, dict, "a JSON object"),
-    (THROUGHPUT_ATTR, dict, "a JSON object"),
-    (FIDELITY_ATTR, _NUMBER, "a number"),
-    (FIDELITY_SYMMETRIC_ATTR, _NUMBER, "a number"),
+    *((key, dict, "a JSON object") for key in (CONFIG_ATTR, RESULT_ATTR, THROUGHPUT_ATTR)),
+    *((key, _NUMBER, "a number") for key in (FIDELITY_ATTR, FIDELITY_SYMMETRIC_ATTR)),
     (FAILURE_ATTR, dict, "a JSON object"),
-    (PRUNED_REASON_ATTR, str, "a string"),
+    *((key, str, "a string") for key in (PRUNED_REASON_ATTR, LOG_DIR_ATTR)),
     (DUPLICATE_OF_ATTR, int, "an integer"),
-    (LOG_DIR_ATTR, str, "a string"),
 )
 
 
@@ -484,6 +491,7 @@ __all__ = [
     "RunFacts",
     "TrialRow",
     "baseline_of",
+    "damaged_study",
     "failure_of",
     "profile_reruns",
     "row_of",
