@@ -96,11 +96,15 @@ def read_json_object(path: Path, source: str) -> dict[str, Any]:
     """The JSON object in the file ``path``; ConfigError naming ``source`` (e.g. "recipe file
     'r.json'") when it cannot be read, is not JSON or holds something else."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise ConfigError(f"{source} cannot be read: {error.strerror}") from error
-    except json.JSONDecodeError as error:
-        raise ConfigError(f"{source} is not valid JSON: {error}") from error
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            f"{source} is not UTF-8 text (byte {error.object[error.start]:#04x} at offset "
+            f"{error.start})"
+        ) from error
+    data = _parse_json(text, source)
     if not isinstance(data, dict):
         raise ConfigError(f"{source} must hold a JSON object. Received: {type(data).__name__}")
     return data
@@ -112,7 +116,22 @@ def _parse_json(text: str, source: str) -> object:
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
-        raise ConfigError(f"{source} is not valid JSON ({error}). Received: {text!r}") from error
+        raise ConfigError(
+            f"{source} is not valid JSON ({error}). Received: {_excerpt(text)}"
+        ) from error
+    except UnicodeDecodeError as error:  # bytes
+        raise ConfigError(f"{source} is not UTF-8 text (offset {error.start})") from error
+    except RecursionError as error:
+        raise ConfigError(
+            f"{source} nests JSON arrays or objects too deeply to read ({len(text):,} characters)"
+        ) from error
+
+
+def _excerpt(text: str | bytes, limit: int = 200) -> str:
+    """``text`` as repr, its first ``limit`` characters only when it is longer."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text):,} characters)"
 
 
 @dataclass(frozen=True)

@@ -2,15 +2,20 @@
 
 An output is written atomically: to a temporary file in the same folder, flushed to disk, then
 renamed over the target, so a reader never sees half a file and a failed write leaves the old
-file as it was. It never replaces the study's storage (nor any SQLite database: one slip of
-``-o autotune.db`` must not cost a study), and a symbolic link is refused rather than followed
-to wherever it points.
+file as it was. It never replaces the study's storage (nor any SQLite database or Optuna
+Journal file: one slip of ``-o autotune.db`` must not cost a study), a symbolic link is refused
+rather than followed to wherever it points, and only a regular file or a new path is written:
+a device (``/dev/null``), a FIFO or a socket is refused, never replaced nor opened. ``-`` is
+standard output.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import stat
+import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,14 +27,43 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 
 #: The library argument an output error names (the CLI shows it as -o/--output).
 OUTPUT = "output"
+#: The output that means standard output (the string, not ``Path("-")``: ``./-`` names a file).
+STDOUT = "-"
+
+_KINDS = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
-def _is_sqlite(path: Path) -> bool:
+def is_stdout(output: str | Path) -> bool:
+    """Whether ``output`` is ``"-"``: standard output."""
+    return isinstance(output, str) and output == STDOUT
+
+
+def _head(path: Path) -> bytes:
+    """The first line (at most 64 KiB) of the regular file ``path``, read without blocking and
+    without following a link; empty when it cannot be read."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        with path.open("rb") as handle:
-            return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+        descriptor = os.open(path, flags)
     except OSError:
+        return b""
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return b""
+        return handle.readline(1 << 16)
+
+
+def _is_journal(head: bytes) -> bool:
+    """Whether a file's first line is an Optuna Journal record (a JSON object with "op_code")."""
+    try:
+        record = json.loads(head)
+    except (ValueError, RecursionError):
         return False
+    return isinstance(record, dict) and "op_code" in record
 
 
 def _same_file(path: Path, others: Iterable[Path]) -> Path | None:
@@ -48,9 +82,12 @@ def check_output(output: str | Path, *, what: str, protected: Iterable[Path] = (
         what: what is written, for messages ("report file", "recipe file").
         protected: files that must never be replaced (the study's storage and its journals).
 
-    Raises ConfigError (argument "output") for a symbolic link, a folder, a protected file or
-    an SQLite database.
+    Raises ConfigError (argument "output") for a symbolic link, a folder, anything else that
+    is not a regular file (a device, a FIFO, a socket), a protected file, an SQLite database or
+    an Optuna Journal file. ``"-"`` (:data:`STDOUT`) is standard output and passes.
     """
+    if is_stdout(output):
+        return Path(STDOUT)
     path = Path(output)
     if path.is_symlink():
         raise ConfigError(
@@ -60,8 +97,21 @@ def check_output(output: str | Path, *, what: str, protected: Iterable[Path] = (
         )
     if path.is_dir():
         raise ConfigError(f": {what} {str(path)!r} is a folder; name a file", argument=OUTPUT)
-    if not path.exists():
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
         return path
+    except OSError as error:
+        raise ConfigError(
+            f": {what} {str(path)!r} cannot be examined: {error.strerror}", argument=OUTPUT
+        ) from error
+    for test, kind in _KINDS:
+        if test(mode):
+            raise ConfigError(
+                f": {what} {str(path)!r} is {kind}, not a regular file; autotune writes only "
+                "regular files or new paths ('-' for standard output). Name another file",
+                argument=OUTPUT,
+            )
     storage = _same_file(path, protected)
     if storage is not None:
         raise ConfigError(
@@ -69,10 +119,17 @@ def check_output(output: str | Path, *, what: str, protected: Iterable[Path] = (
             "would destroy the study. Name another file",
             argument=OUTPUT,
         )
-    if _is_sqlite(path):
+    head = _head(path)
+    if head.startswith(SQLITE_MAGIC):
         raise ConfigError(
             f": {what} {str(path)!r} is an SQLite database; autotune never overwrites one. "
             "Name another file",
+            argument=OUTPUT,
+        )
+    if _is_journal(head):
+        raise ConfigError(
+            f": {what} {str(path)!r} is an Optuna Journal file (a study's storage); autotune "
+            "never overwrites one. Name another file",
             argument=OUTPUT,
         )
     return path
@@ -83,8 +140,12 @@ def write_output(
 ) -> Path:
     """Writes ``text`` (UTF-8) to ``output`` atomically and returns its path (see
     :func:`check_output` for what is refused; ConfigError naming "output" when the folder
-    cannot be written)."""
+    cannot be written). ``"-"`` writes to standard output instead."""
     path = check_output(output, what=what, protected=protected)
+    if is_stdout(output):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return path
     folder = path.parent
     try:
         handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 (renamed below, not closed by with)
@@ -117,4 +178,4 @@ def _umask() -> int:
     return mask
 
 
-__all__ = ["OUTPUT", "SQLITE_MAGIC", "check_output", "write_output"]
+__all__ = ["OUTPUT", "SQLITE_MAGIC", "STDOUT", "check_output", "is_stdout", "write_output"]

@@ -95,6 +95,22 @@ class Recipe:
             raise ConfigError(f"{source} has unknown key(s) {unknown}")
         if "config" not in data:
             raise ConfigError(f"{source} has no 'config'")
+        fmt = data.get("format", RECIPE_FORMAT)
+        if isinstance(fmt, bool) or fmt != RECIPE_FORMAT:
+            raise ConfigError(
+                f"{source}: format must be {RECIPE_FORMAT} (the format this autotune reads). "
+                f"Received: format={fmt!r}"
+            )
+        for key, kinds, what in _FIELD_TYPES:
+            value = data.get(key)
+            if value is not None and (
+                not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds)
+            ):
+                shown = repr(value)
+                shown = (
+                    shown if len(shown) <= 80 else f"{shown[:80]}... ({len(shown):,} characters)"
+                )
+                raise ConfigError(f"{source}: {key} must be {what}. Received: {key}={shown}")
         values = dict(data)
         values["config"] = TrialConfig.from_dict(values["config"], source=f"{source}: config")
         try:
@@ -102,6 +118,28 @@ class Recipe:
         except TypeError as error:
             raise ConfigError(f"{source}: {error}") from error
 
+
+_NUMBER = (int, float)
+#: The type each field of a recipe file must have (None is allowed where the field may be
+#: missing), checked by :meth:`Recipe.load`.
+_FIELD_TYPES: tuple[tuple[str, tuple[type, ...], str], ...] = (
+    ("effective", (dict,), "a JSON object"),
+    ("hardware", (dict,), "a JSON object"),
+    ("versions", (dict,), "a JSON object"),
+    ("throughput", (dict,), "a JSON object"),
+    ("baseline_throughput", (dict,), "a JSON object"),
+    ("confirmation", (dict,), "a JSON object"),
+    ("learning_rate", _NUMBER, "a number"),
+    ("speedup", _NUMBER, "a number"),
+    ("fidelity", _NUMBER, "a number"),
+    ("tolerance", _NUMBER, "a number"),
+    ("trial", (int,), "an integer"),
+    ("experiment", (str,), "a string"),
+    ("study", (str,), "a string"),
+    ("storage", (str,), "a string"),
+    ("note", (str,), "a string"),
+    ("created", (str,), "a string"),
+)
 
 #: The hardware facts :func:`autotune.hardware.fingerprint` hashes: the ones that decide which
 #: configuration is fastest, so a recipe measured where one differs may not be fastest here.

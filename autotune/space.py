@@ -179,6 +179,10 @@ def space_values(parameter: Parameter) -> tuple[Any, ...]:
     return tuple(range(parameter.low, parameter.high + 1, parameter.multiple_of))
 
 
+#: The longest space name: with the experiment's name it names the study (Optuna holds 512).
+MAX_NAME = 256
+
+
 def _fail(source: str, key: str, expected: str, received: object) -> ConfigError:
     return ConfigError(f"{source}: {key} must be {expected}. Received: {received!r}")
 
@@ -302,6 +306,11 @@ def space_from_dict(data: Mapping[str, Any], source: str) -> SearchSpace:
     name = data.get("name", Path(source).stem)
     if not isinstance(name, str) or not name:
         raise _fail(source, "name", "a non-empty string", name)
+    if len(name) > MAX_NAME or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        shown = name if len(name) <= 80 else f"{name[:60]}... ({len(name):,} characters)"
+        raise _fail(
+            source, "name", f"at most {MAX_NAME} characters without control characters", shown
+        )
     description = data.get("description", "")
     if not isinstance(description, str):
         raise _fail(source, "description", "a string", description)

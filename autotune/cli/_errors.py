@@ -9,6 +9,7 @@ arguments; :data:`FLAGS` shows each as the flag that sets it.
 from __future__ import annotations
 
 import math
+import re
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -17,7 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
-from autotune.exceptions import AutotuneError, ConfigError
+from autotune.exceptions import AutotuneError, ConfigError, StudyError
 from autotune.store.storage import database_error_text, is_storage_error
 from autotune.views.terminal import plain
 
@@ -59,11 +60,53 @@ FLAGS = {
 }
 
 
+#: How many characters of one value an error line echoes (a 10 kB study name is cut short).
+ECHO_LIMIT = 200
+_LONG = f"{{{ECHO_LIMIT + 1},}}"
+_QUOTED = re.compile(rf"""'(?:[^'\\\n]|\\.){_LONG}'|"(?:[^"\\\n]|\\.){_LONG}"|[^\s'"]{_LONG}""")
+
+
+def _cut(match: re.Match[str]) -> str:
+    text = match[0]
+    quote = text[0] if text[0] in "'\"" else ""
+    inner = text[1:-1] if quote else text
+    return f"{quote}{inner[:ECHO_LIMIT]}{quote}... ({len(inner):,} characters)"
+
+
+def shorten(message: str) -> str:
+    """``message`` with each quoted value (and each unbroken run of text) longer than
+    :data:`ECHO_LIMIT` characters cut to its start and its length: ``'nnn...'... (10,000
+    characters)``."""
+    return _QUOTED.sub(_cut, message)
+
+
 def error_message(error: AutotuneError) -> str:
-    """The error's message, naming the flag of each argument it names where there is one."""
+    """The error's message, naming the flag of each argument it names where there is one,
+    with long values shortened (:func:`shorten`)."""
     if isinstance(error, ConfigError):
-        return error.render(FLAGS)
-    return str(error)
+        return shorten(error.render(FLAGS))
+    return shorten(str(error))
+
+
+def _is_busy_study(error: AutotuneError) -> bool:
+    """Whether ``error`` is the run lock's refusal of a study another process runs trials on
+    (:func:`autotune.study.run_lock.hold`): bad input to this command, exit 2. Told by where
+    it was raised, not by its words."""
+    from autotune.study import run_lock
+
+    code = getattr(run_lock.hold, "__wrapped__", run_lock.hold).__code__
+    traceback = error.__traceback__
+    while traceback is not None:
+        if traceback.tb_frame.f_code is code:
+            return isinstance(error, StudyError)
+        traceback = traceback.tb_next
+    return False
+
+
+def exit_code(error: AutotuneError) -> int:
+    """The exit code of ``error``: its own, and 2 for a busy study (it is refused like bad
+    input: nothing was run)."""
+    return 2 if _is_busy_study(error) else error.exit_code
 
 
 def handle_errors(command: F) -> F:
@@ -77,14 +120,16 @@ def handle_errors(command: F) -> F:
             return command(*args, **kwargs)
         except AutotuneError as error:
             click.echo(f"autotune: error: {plain(error_message(error))}", err=True)
-            sys.exit(error.exit_code)
+            sys.exit(exit_code(error))
         except Exception as error:
             if not is_storage_error(error):
                 raise  # a bug: its traceback is what a report needs
             storage = kwargs.get("storage", "the storage")
             click.echo(
-                f"autotune: error: --storage {storage!r} cannot be read or written: "
-                f"{plain(database_error_text(error))}",
+                shorten(
+                    f"autotune: error: --storage {storage!r} cannot be read or written: "
+                    f"{plain(database_error_text(error))}"
+                ),
                 err=True,
             )
             sys.exit(2)
@@ -132,7 +177,9 @@ class OneLineErrors(click.Group):
         except click.ClickException as error:
             context = getattr(error, "ctx", None)
             where = f"{context.command_path}: " if context is not None else ""
-            click.echo(f"autotune: error: {plain(where + error.format_message())}", err=True)
+            click.echo(
+                f"autotune: error: {plain(shorten(where + error.format_message()))}", err=True
+            )
             sys.exit(error.exit_code)
         except click.Abort:
             click.echo("autotune: aborted", err=True)
@@ -140,4 +187,14 @@ class OneLineErrors(click.Group):
         sys.exit(code if isinstance(code, int) else 0)
 
 
-__all__ = ["FLAGS", "OneLineErrors", "Terminated", "error_message", "finite", "handle_errors"]
+__all__ = [
+    "ECHO_LIMIT",
+    "FLAGS",
+    "OneLineErrors",
+    "Terminated",
+    "error_message",
+    "exit_code",
+    "finite",
+    "handle_errors",
+    "shorten",
+]

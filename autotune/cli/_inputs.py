@@ -19,6 +19,11 @@ def read_config(value: str) -> TrialConfig:
             raise ConfigError(
                 f"--config file {str(path)!r} cannot be read: {error.strerror}"
             ) from error
+        except UnicodeDecodeError as error:
+            raise ConfigError(
+                f"--config file {str(path)!r} is not UTF-8 text (byte "
+                f"{error.object[error.start]:#04x} at offset {error.start})"
+            ) from error
         return TrialConfig.from_json(text, source=f"--config file {str(path)!r}")
     return TrialConfig.from_json(value, source="--config")
 

@@ -347,7 +347,7 @@ def best(
     type=click.Path(dir_okay=False),
     default="recipe.json",
     show_default=True,
-    help="Where to write the recipe.",
+    help="Where to write the recipe (a regular file or a new path; '-': standard output).",
 )
 @MAX_FIDELITY_OPTION
 @MAX_MEMORY_OPTION
@@ -360,7 +360,7 @@ def export(
     max_memory: float | None,
 ) -> None:
     """Write the best configuration as a JSON recipe, for autotune.apply() in your own code."""
-    from autotune.outputs import check_output
+    from autotune.outputs import check_output, is_stdout
     from autotune.store.storage import storage_files
     from autotune.views.terminal import plain
 
@@ -369,7 +369,10 @@ def export(
     records = _read(storage, study_name)
     recipe = records.best(max_fidelity, max_memory)
     path = recipe.save(output, protected=protected)
-    click.echo(f"wrote {path}: {recipe.config.describe()} ({plain(recipe.note)})")
+    where = "standard output" if is_stdout(output) else path
+    click.echo(
+        f"wrote {where}: {recipe.config.describe()} ({plain(recipe.note)})", err=is_stdout(output)
+    )
 
 
 @main.command()
@@ -381,7 +384,8 @@ def export(
     type=click.Path(dir_okay=False),
     default="report.html",
     show_default=True,
-    help="Where to write the report (one HTML file; it works offline unless --plotly-js cdn).",
+    help="Where to write the report (one HTML file; it works offline unless --plotly-js cdn; "
+    "'-': standard output).",
 )
 @PLOTLY_JS_OPTION
 @handle_errors
@@ -390,6 +394,7 @@ def report(storage: str, study_name: str | None, output: str, plotly_js: str) ->
 
     Reads the storage only; the experiment is not loaded and TensorFlow is not imported.
     """
+    from autotune.outputs import is_stdout
     from autotune.views.report import write_report
     from autotune.views.terminal import plain
 
@@ -397,8 +402,9 @@ def report(storage: str, study_name: str | None, output: str, plotly_js: str) ->
     path = write_report(records, output, plotly_js)
     front = len(records.pareto())
     click.echo(
-        f"wrote {path}: study {plain(records.study_name)}, {len(records.trials)} trials, "
-        f"{front} on the Pareto front"
+        f"wrote {'standard output' if is_stdout(output) else path}: study "
+        f"{plain(records.study_name)}, {len(records.trials)} trials, {front} on the Pareto front",
+        err=is_stdout(output),
     )
 
 

@@ -53,9 +53,11 @@ from autotune.store.schema import (
     RunFacts,
     TrialRow,
     baseline_of,
+    damaged_study,
     failure_of,
     profile_reruns,
     row_of,
+    stored_as,
 )
 from autotune.store.storage import (
     STUDY_NAME,
@@ -409,23 +411,40 @@ def read_records(
         metric_names = tuple(study.metric_names or OBJECTIVES)
     attrs = study.user_attrs
     identity: dict[str, Any] = attrs.get(IDENTITY_KEY) or {}
-    info: dict[str, Any] = attrs.get(INFO_KEY) or {}
     if not identity:
         raise ConfigError(f"{name!r} in {url!r} was not made by autotune", argument=STUDY_NAME)
+    with damaged_study(url, name, "its study attributes"):
+        stored_as(identity, dict, IDENTITY_KEY, "a JSON object")
+        info: dict[str, Any] = stored_as(attrs.get(INFO_KEY), dict, INFO_KEY, "a JSON object")
+        info = info or {}
+        for key in ("hardware", "versions"):
+            stored_as(info.get(key), dict, f"{INFO_KEY}.{key}", "a JSON object")
+        tolerance = float(
+            stored_as(
+                identity.get("tolerance"), (int, float), f"{IDENTITY_KEY}.tolerance", "a number"
+            )
+        )
+        mismatches = stored_as(attrs.get(MISMATCHES_KEY), list, MISMATCHES_KEY, "a list") or []
     reruns = profile_reruns(attrs)
-    trials = tuple(row_of(t, reruns) for t in study.get_trials(deepcopy=False))
+    rows = []
+    for stored in study.get_trials(deepcopy=False):
+        with damaged_study(url, name, f"trial {stored.number}"):
+            rows.append(row_of(stored, reruns))
+    trials = tuple(rows)
+    with damaged_study(url, name, f"its baseline ({BASELINE_KEY!r})"):
+        baseline = baseline_of(attrs.get(BASELINE_KEY) or {}, _baseline_log_dir(url, name, trials))
     return StudyRecords(
         study_name=name,
         storage=url,
-        tolerance=float(identity["tolerance"]),
+        tolerance=tolerance,
         experiment=str(identity.get("experiment", "")),
         experiment_reference=str(info.get("experiment_reference", "")),
-        baseline=baseline_of(attrs.get(BASELINE_KEY) or {}, _baseline_log_dir(url, name, trials)),
+        baseline=baseline,
         trials=trials,
         identity=dict(identity),
         info=dict(info),
         metric_names=metric_names,
-        mismatches_allowed=tuple(attrs.get(MISMATCHES_KEY, [])),
+        mismatches_allowed=tuple(mismatches),
         read_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         confirmation=_confirmation_of(attrs.get(CONFIRMATION_KEY)),
     )

@@ -33,10 +33,11 @@ Trial user attributes: the keys named ``*_ATTR`` below.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +45,7 @@ from optuna.distributions import distribution_to_json
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.config import TrialConfig
+from autotune.exceptions import ConfigError
 from autotune.fidelity import NoiseFloor
 from autotune.measure import Estimate
 from autotune.store.objectives import DEFAULT_OBJECTIVES, MIB, peak_memory_bytes
@@ -117,7 +119,39 @@ INTERRUPTED_FAILURE = {
 }
 
 
+def stored_as(value: Any, kind: type | tuple[type, ...], key: str, what: str) -> Any:
+    """``value`` read back from the storage under ``key`` (or None); ValueError naming ``key``
+    and ``what`` it must be when it is not a ``kind``: a damaged study (:func:`damaged_study`)."""
+    if value is None:
+        return None
+    if not isinstance(value, kind) or isinstance(value, bool):  # no stored value is a bool
+        raise ValueError(f"{key!r} must be {what}. Received: {repr(value)[:80]}")
+    return value
+
+
+@contextlib.contextmanager
+def damaged_study(url: str, name: str, where: str) -> Iterator[None]:
+    """Reports a stored value of the wrong type, read in the block, as a damaged study: one
+    line (ConfigError naming the storage, exit 2) naming the study, ``where`` (a trial, the
+    baseline) and the key."""
+    try:
+        yield
+    except (TypeError, ValueError, KeyError, AttributeError) as error:
+        raise ConfigError(
+            f"{url!r}: study {name!r} is damaged: in {where}, {error} (a stored value of the "
+            "wrong type); autotune does not read or write it. Restore the storage from a copy, "
+            "or start a new study",
+            argument="storage",
+        ) from error
+
+
+_NUMBER = (int, float)
+
+
 def _curve(points: Iterable[dict[str, Any]] | None) -> tuple[CurvePoint, ...]:
+    stored_as(points, (list, tuple), "curve", "a list")
+    for point in points or ():
+        stored_as(point, dict, "curve", "a list of JSON objects")
     return tuple(
         CurvePoint(samples=int(p["samples"]), val_loss=float(p["val_loss"])) for p in points or ()
     )
@@ -130,11 +164,11 @@ def _optional_float(value: Any) -> float | None:
 
 
 def _as_dict(value: Any) -> dict[str, Any]:
-    return dict(value or {})
+    return dict(stored_as(value, dict, "value", "a JSON object") or {})
 
 
 def _as_stored(value: Any) -> Any:
-    return value
+    return stored_as(value, _NUMBER, "value", "a number")
 
 
 #: The metadata key of a :class:`RunFacts` field read from the stored RunResult field of its name.
@@ -196,11 +230,14 @@ def run_facts(
 ) -> dict[str, Any]:
     """The :class:`RunFacts` fields (with the :class:`ProfileFacts` ones) of a stored RunResult
     dict of ``config``, its Pareto re-run ``rerun`` merged into the profile facts."""
-    values = {
-        f.name: f.metadata[_READ](result.get(f.name))
-        for f in dataclasses.fields(RunFacts)
-        if _READ in f.metadata
-    }
+    stored_as(result, dict, RESULT_ATTR, "a JSON object")
+    values = {}
+    for item in dataclasses.fields(RunFacts):
+        if _READ in item.metadata:
+            try:
+                values[item.name] = item.metadata[_READ](result.get(item.name))
+            except (TypeError, ValueError, KeyError) as error:
+                raise ValueError(f"{RESULT_ATTR}.{item.name}: {error}") from error
     values["learning_rate"] = _optional_float(values["effective"].get("learning_rate"))
     return values | profile_fields(result, config, rerun)
 
@@ -342,14 +379,27 @@ def _feasible(trial: FrozenTrial) -> bool | None:
     return all(v <= 0 for v in constraints.values()) if constraints else None
 
 
+#: The trial user attributes a row reads, with the type each must have when stored.
+_TRIAL_ATTRS: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
+    *((key, dict, "a JSON object") for key in (CONFIG_ATTR, RESULT_ATTR, THROUGHPUT_ATTR)),
+    *((key, _NUMBER, "a number") for key in (FIDELITY_ATTR, FIDELITY_SYMMETRIC_ATTR)),
+    (FAILURE_ATTR, dict, "a JSON object"),
+    *((key, str, "a string") for key in (PRUNED_REASON_ATTR, LOG_DIR_ATTR)),
+    (DUPLICATE_OF_ATTR, int, "an integer"),
+)
+
+
 def row_of(trial: FrozenTrial, reruns: Mapping[int, Mapping[str, Any]] | None = None) -> TrialRow:
     """A :class:`TrialRow` from an Optuna trial stored by an autotune study, with its Pareto
     re-run from ``reruns`` (by trial number; see :func:`profile_reruns`) merged in. A duplicate
     of an earlier trial takes that trial's re-run."""
     attrs = trial.user_attrs
+    for key, kind, what in _TRIAL_ATTRS:
+        stored_as(attrs.get(key), kind, key, what)
     config = TrialConfig.from_dict(attrs[CONFIG_ATTR]) if attrs.get(CONFIG_ATTR) else None
     result: dict[str, Any] = attrs.get(RESULT_ATTR) or {}
     failure = failure_of(trial)
+    stored_as((failure or {}).get("kind"), str, f"{FAILURE_ATTR}.kind", "a string")
     reason = attrs.get(PRUNED_REASON_ATTR) if trial.state == TrialState.PRUNED else None
     duplicate_of = attrs.get(DUPLICATE_OF_ATTR)
     return TrialRow(
@@ -379,11 +429,17 @@ def _mib(size: int | None) -> float | None:
 
 
 def baseline_of(stored: dict[str, Any], log_dir: str | None = None) -> BaselineRecord:
-    """A :class:`BaselineRecord` from the study's ``autotune_baseline`` user attribute."""
-    runs: dict[str, Any] = stored.get("runs") or {}
+    """A :class:`BaselineRecord` from the study's ``autotune_baseline`` user attribute;
+    ValueError (or TypeError) naming the key when a stored value has the wrong type."""
+    stored_as(stored, dict, BASELINE_KEY, "a JSON object")
+    runs: dict[str, Any] = stored_as(stored.get("runs"), dict, "runs", "a JSON object") or {}
+    for seed, run in runs.items():
+        stored_as(run, dict, f"runs.{seed}", "a JSON object")
     main: dict[str, Any] = runs.get(str(BASELINE_SEEDS[0])) or {}
     config = stored.get("config") or main.get("config")
-    floor = stored.get("noise_floor")
+    stored_as(config, dict, "config", "a JSON object")
+    stored_as(main.get("throughput"), dict, "runs.0.throughput", "a JSON object")
+    floor = stored_as(stored.get("noise_floor"), dict, "noise_floor", "a JSON object")
     return BaselineRecord(
         config=TrialConfig.from_dict(config, source="stored baseline config") if config else None,
         throughput=Estimate(**main["throughput"]) if main.get("throughput") else None,
@@ -435,8 +491,10 @@ __all__ = [
     "RunFacts",
     "TrialRow",
     "baseline_of",
+    "damaged_study",
     "failure_of",
     "profile_reruns",
     "row_of",
     "run_facts",
+    "stored_as",
 ]

@@ -17,7 +17,7 @@ from typing import Any
 import optuna
 
 from autotune.config import RunSettings, TrialConfig
-from autotune.exceptions import StudyError, TrialFailure
+from autotune.exceptions import ConfigError, StudyError, TrialFailure
 from autotune.fidelity import NoiseFloor, noise_floor
 from autotune.measure import Estimate
 from autotune.store import writer
@@ -62,8 +62,19 @@ def run_seed(
 
 def stored(study: optuna.Study) -> dict[str, Any]:
     """The stored baseline: config, per-seed results, noise floor (``{"runs": {}}`` before it
-    runs)."""
-    return dict(study.user_attrs.get(BASELINE_KEY) or {"runs": {}})
+    runs); ConfigError naming the study and the key when it is stored with the wrong type
+    (a damaged study: nothing is run or written)."""
+    value = study.user_attrs.get(BASELINE_KEY) or {"runs": {}}
+    try:
+        baseline_of(value)
+    except (TypeError, ValueError, KeyError, AttributeError) as error:
+        raise ConfigError(
+            f"study {study.study_name!r} is damaged: in its baseline ({BASELINE_KEY!r}), "
+            f"{error} (a stored value of the wrong type); autotune does not read or write it. "
+            "Restore the storage from a copy, or start a new study",
+            argument="storage",
+        ) from error
+    return dict(value)
 
 
 def curve_of(result: dict[str, Any]) -> Curve:

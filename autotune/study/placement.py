@@ -30,7 +30,11 @@ from autotune.exceptions import ConfigError, StudyError
 
 #: Environment variable naming the folder of the host's claims (tests give each "host" one).
 LOCK_FOLDER_ENV = "AUTOTUNE_HOST_LOCKS"
-_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+_RANGE = re.compile(r"^(\d{1,9})(?:-(\d{1,9}))?$")
+#: The most GPU ids a device list may name.
+MAX_DEVICES = 64
+#: The most cores a core list may name, whatever the machine (checked before a range is expanded).
+MAX_CPUS = 4096
 
 
 def lock_folder() -> Path:
@@ -58,6 +62,13 @@ def parse_cpus(text: str, argument: str = "cpus") -> tuple[int, ...]:
     ``argument`` for anything else or a core this machine does not have. (A process pinned to
     fewer cores may still name the others: ``autotune run --workers`` pins itself to the first
     core set and starts its workers on the rest.)"""
+    count = os.cpu_count() or 1
+    limit = min(count, MAX_CPUS)
+    if len(text) > 16 * MAX_CPUS:
+        raise ConfigError(
+            f"must list at most {MAX_CPUS} cores. Received: {len(text):,} characters",
+            argument=argument,
+        )
     cores: set[int] = set()
     for part in text.split(","):
         match = _RANGE.match(part.strip())
@@ -69,15 +80,15 @@ def parse_cpus(text: str, argument: str = "cpus") -> tuple[int, ...]:
         low, high = int(match[1]), int(match[2] or match[1])
         if high < low:
             raise ConfigError(f"has a range that ends below its start: {part!r}", argument=argument)
+        if high >= limit:  # before the range is expanded: 0-99999999999 must not fill memory
+            first = max(low, limit)
+            outside = str(list(range(first, high + 1))) if high - first < 8 else f"[{first}-{high}]"
+            raise ConfigError(
+                f"names cores {outside} that this machine does not have (it has "
+                f"0-{limit - 1}). Received: {text!r}",
+                argument=argument,
+            )
         cores.update(range(low, high + 1))
-    count = os.cpu_count() or 1
-    outside = sorted(core for core in cores if core >= count)
-    if outside:
-        raise ConfigError(
-            f"names cores {outside} that this machine does not have (it has 0-{count - 1}). "
-            f"Received: {text!r}",
-            argument=argument,
-        )
     return tuple(sorted(cores))
 
 
@@ -98,6 +109,11 @@ def format_cpus(cores: tuple[int, ...] | list[int]) -> str:
 
 def parse_devices(text: str, argument: str = "devices") -> tuple[str, ...]:
     """GPU ids for ``CUDA_VISIBLE_DEVICES`` (indexes or UUIDs), comma-separated, each once."""
+    if len(text) > 64 * 64 or text.count(",") >= MAX_DEVICES:
+        raise ConfigError(
+            f"must list at most {MAX_DEVICES} GPU ids. Received: {len(text):,} characters",
+            argument=argument,
+        )
     devices = tuple(part.strip() for part in text.split(","))
     if not all(re.fullmatch(r"[A-Za-z0-9-]+", d) for d in devices) or len(set(devices)) != len(
         devices
