@@ -120,7 +120,8 @@ def test_a_huge_core_range_is_refused_before_it_is_expanded(box: Sandbox, cpus: 
     digest = box.db_digest()
     run = ["run", MISBEHAVE, "--space", "ok.toml", "--storage", box.storage, "--trials", "1"]
     _refused(_limited(box, *run, "--cpus", cpus), "--cpus", "Received: " + repr(cpus))
-    worker = ["worker", "--storage", box.storage, "--study", "misbehave-ok", "--cpus", cpus]
+    worker = ["worker", MISBEHAVE, "--storage", box.storage, "--study", "misbehave-ok"]
+    worker += ["--cpus", cpus]  # a worker names its experiment (issue 28, class 2)
     _refused(_limited(box, *worker), "--cpus", "Received: " + repr(cpus))
     assert box.db_digest() == digest
 
