@@ -56,20 +56,6 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _cli(
-    sandbox: Sandbox, *args: str, timeout: float = 120, **env: str
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "autotune.cli", *args],
-        cwd=sandbox.root,
-        env=sandbox.env(**env),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
 def _make_study(storage: str, folder: Path, trials: int = 2) -> str:
     """A fake-runner study of ``trials`` trials in ``storage``; its experiment reference."""
     reference = write_experiment(folder)
@@ -141,7 +127,7 @@ def test_a_damaged_journal_is_refused_by_every_command_and_left_as_it_was(
     ]
 
     for command in commands:
-        done = _cli(sandbox, *command, "--storage", url, timeout=60)
+        done = sandbox.cli(*command, "--storage", url, timeout=60)
 
         assert done.returncode == 2, (command, done.stdout + done.stderr)
         line = one_line_error(done.stderr)
@@ -157,12 +143,12 @@ def test_the_recovery_a_cut_off_journal_names_opens_it_again(
     path, url, _ = journal_study
     whole = path.read_bytes()
     path.write_bytes(_cut(whole))
-    line = one_line_error(_cli(sandbox, "status", "--storage", url).stderr)
+    line = one_line_error(sandbox.cli("status", "--storage", url).stderr)
     size = int(line.split("truncate -s ", 1)[1].split()[0])
 
     os.truncate(path, size)  # what the message says to do
 
-    assert _cli(sandbox, "status", "--storage", url).returncode == 0
+    assert sandbox.cli("status", "--storage", url).returncode == 0
     assert whole.startswith(path.read_bytes())
 
 
@@ -256,7 +242,7 @@ def test_reading_commands_refuse_what_is_not_a_study_and_leave_it_as_it_was(
     before = sandbox.db_digest()
 
     for command in REFUSING_COMMANDS:
-        done = _cli(sandbox, *command, "--storage", sandbox.storage, timeout=60)
+        done = sandbox.cli(*command, "--storage", sandbox.storage, timeout=60)
 
         assert done.returncode == 2, (command, done.stdout + done.stderr)
         line = one_line_error(done.stderr)
@@ -270,7 +256,7 @@ def test_reading_a_healthy_study_leaves_it_byte_identical(sandbox: Sandbox) -> N
     before = sandbox.db_digest()
 
     for command in READ_COMMANDS:
-        done = _cli(sandbox, *command, "--storage", sandbox.storage)
+        done = sandbox.cli(*command, "--storage", sandbox.storage)
         assert done.returncode == 0, (command, done.stdout + done.stderr)
 
     assert sandbox.db_digest() == before
@@ -316,7 +302,7 @@ def test_a_server_that_never_answers_fails_within_the_connect_timeout(
     url = f"postgresql+psycopg://nobody@127.0.0.1:{silent_server}/db"
     started = time.monotonic()
 
-    done = _cli(sandbox, command, "--storage", url, timeout=60, AUTOTUNE_CONNECT_TIMEOUT="2")
+    done = sandbox.cli(command, "--storage", url, timeout=60, AUTOTUNE_CONNECT_TIMEOUT="2")
 
     elapsed = time.monotonic() - started
     assert done.returncode == 2, done.stdout + done.stderr

@@ -197,13 +197,18 @@ class Sandbox:
 
     # ------------------------------------------------------------------ commands
     def cli(
-        self, *args: str, faults: Mapping[int, str] | None = None, timeout: float = 300
+        self,
+        *args: str,
+        faults: Mapping[int, str] | None = None,
+        timeout: float = 300,
+        **env: str,
     ) -> subprocess.CompletedProcess[str]:
-        """Runs ``python -m autotune.cli ARGS`` in the sandbox and waits for it."""
+        """Runs ``python -m autotune.cli ARGS`` in the sandbox (``env``: more environment
+        variables) and waits for it."""
         return subprocess.run(
             [sys.executable, "-m", "autotune.cli", *args],
             cwd=self.root,
-            env=self.env(faults),
+            env=self.env(faults, **env),
             capture_output=True,
             text=True,
             timeout=timeout,
