@@ -80,6 +80,13 @@ class StudyError(AutotuneError):
     """The study cannot go on (its baseline failed, too many trials failed in a row)."""
 
 
+class StudyBusyError(StudyError):
+    """Another process runs trials on this single-process (SQLite) study: refused before
+    anything runs, like bad input (exit code 2)."""
+
+    exit_code = 2
+
+
 class TrialFailure(AutotuneError):
     """One trial failed; the study records it and goes on.
 

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
-from autotune.exceptions import AutotuneError, ConfigError, StudyError
+from autotune.exceptions import AutotuneError, ConfigError
 from autotune.store.storage import database_error_text, is_storage_error
 from autotune.views.terminal import plain
 
@@ -88,27 +88,6 @@ def error_message(error: AutotuneError) -> str:
     return shorten(str(error))
 
 
-def _is_busy_study(error: AutotuneError) -> bool:
-    """Whether ``error`` is the run lock's refusal of a study another process runs trials on
-    (:func:`autotune.study.run_lock.hold`): bad input to this command, exit 2. Told by where
-    it was raised, not by its words."""
-    from autotune.study import run_lock
-
-    code = getattr(run_lock.hold, "__wrapped__", run_lock.hold).__code__
-    traceback = error.__traceback__
-    while traceback is not None:
-        if traceback.tb_frame.f_code is code:
-            return isinstance(error, StudyError)
-        traceback = traceback.tb_next
-    return False
-
-
-def exit_code(error: AutotuneError) -> int:
-    """The exit code of ``error``: its own, and 2 for a busy study (it is refused like bad
-    input: nothing was run)."""
-    return 2 if _is_busy_study(error) else error.exit_code
-
-
 def handle_errors(command: F) -> F:
     """Turns autotune's errors into a message on stderr and the error's exit code; Ctrl-C and
     SIGTERM stop the running trial and exit 130 or 143 (128 + the signal's number)."""
@@ -120,7 +99,7 @@ def handle_errors(command: F) -> F:
             return command(*args, **kwargs)
         except AutotuneError as error:
             click.echo(f"autotune: error: {plain(error_message(error))}", err=True)
-            sys.exit(exit_code(error))
+            sys.exit(error.exit_code)
         except Exception as error:
             if not is_storage_error(error):
                 raise  # a bug: its traceback is what a report needs
@@ -193,7 +172,6 @@ __all__ = [
     "OneLineErrors",
     "Terminated",
     "error_message",
-    "exit_code",
     "finite",
     "handle_errors",
     "shorten",

@@ -5,9 +5,10 @@ samplers alike and propose the same configurations in lockstep, and on one host 
 would slow each other, so every throughput and the early stop would be wrong, silently. While
 a study runs trials (:meth:`~autotune.study.Study.optimize`, :meth:`~autotune.study.Study.confirm`)
 it holds an exclusive ``flock`` on ``<database>.lock`` beside the database file, with who holds
-it written inside; another process asking for it gets a :class:`StudyError` naming the holder.
-The kernel drops the lock when its process ends, however it ends, so a crashed run never blocks
-the next one. Storages made for several workers (a Journal file, PostgreSQL) take no lock
+it written inside; another process asking for it gets a
+:class:`~autotune.exceptions.StudyBusyError` (exit code 2) naming the holder. The kernel drops
+the lock when its process ends, however it ends, so a crashed run never blocks the next one.
+Storages made for several workers (a Journal file, PostgreSQL) take no lock
 here: their workers coordinate through claims (:mod:`autotune.study.claims`). No TensorFlow
 here.
 """
@@ -23,7 +24,7 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
-from autotune.exceptions import ConfigError, StudyError
+from autotune.exceptions import ConfigError, StudyBusyError
 from autotune.store.storage import sqlite_path
 
 #: The lock files this process holds (a block holding one may call another that asks again).
@@ -84,7 +85,7 @@ def _held_file(path: Path) -> bool:
 
 @contextlib.contextmanager
 def hold(storage_url: str, study_name: str) -> Iterator[None]:
-    """Holds the storage's run lock while the block runs trials; raises StudyError at once when
+    """Holds the storage's run lock while the block runs trials; raises StudyBusyError at once when
     another process holds it. Re-entrant: a block inside one holding it holds it already."""
     path = lock_file(storage_url)
     if path is None or path in _held or _held_file(path):  # a server, or held already here
@@ -104,7 +105,7 @@ def hold(storage_url: str, study_name: str) -> Iterator[None]:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
             database = _lock_database(storage_url)
         except BlockingIOError:
-            raise StudyError(
+            raise StudyBusyError(
                 f"{storage_url} is in use by {_holder(path)}. An SQLite study runs in one "
                 "process at a time: two would measure the same configurations twice and slow "
                 "each other's trials. Wait for it to finish (or stop it); to share one study "
