@@ -90,9 +90,10 @@ def test_quick_space_contents():
         "jit_compile": Choice((False, True)),
         "batch_size": Choice((32, 64, 128)),
         "num_parallel_calls": Choice((AUTOTUNE, 1)),
+        "steps_per_execution": Choice((1, 16, 64)),
     }
     assert space.measure == {"windows": 6, "window_seconds": 0.3, "time_limit_seconds": 180}
-    assert space.size() == 2 * 2 * 3 * 2
+    assert space.size() == 2 * 2 * 3 * 2 * 3
 
 
 def test_cpu_and_gpu_space_sizes():
