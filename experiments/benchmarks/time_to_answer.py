@@ -1,0 +1,169 @@
+"""Time to a trustworthy answer: a whole `autotune run` (baseline, search, confirmation) with
+the code before and after a change, side by side, for each bundled experiment.
+
+For each experiment, each arm runs the command a user runs,
+``autotune run EXPERIMENT --space SPACE --trials N --profile off``, in a fresh SQLite file, as a
+subprocess whose ``PYTHONPATH`` is the arm's source tree: ``before`` is the tree of git revision
+``--before`` (extracted with ``git archive`` under ``--work``; the default is the commit before
+issue 25's changes), ``after`` the tree this script is in. The arms alternate which goes first
+from one experiment to the next, so a drift of the machine does not favour one. Each arm reports
+its wall time to the confirmed answer (the command's whole run), its processes (one per
+``trial.log`` its runs wrote: baseline seeds, trials, confirmation rounds, seed curves,
+attribution), and its answer (``autotune best --json``): the recommended configuration and its
+confirmed speed-up with the interval. Results are appended to results/time_to_answer.md with the
+machine, date, versions and command.
+
+    python experiments/benchmarks/time_to_answer.py [--experiments tabular_mlp ...]
+        [--space cpu] [--trials 15] [--before bd20a05]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from provenance import append_results  # type: ignore[import-not-found]
+
+HERE = Path(__file__).resolve().parent
+REPOSITORY = HERE.parents[1]
+EXPERIMENTS = ("digits_cnn", "tabular_mlp", "transformer")  # bundled: autotune/bundled/
+#: The last commit before issue 25 (time to a trustworthy answer) changed the method.
+BEFORE = "bd20a05"
+
+
+@dataclass(frozen=True)
+class ArmRun:
+    """One arm's whole run of one experiment."""
+
+    arm: str
+    wall_seconds: float
+    processes: int
+    answer: dict[str, Any]
+
+
+def source_tree(revision: str, work: Path) -> Path:
+    """The package tree of git ``revision``, extracted (once) under ``work``."""
+    target = work / f"src-{revision}"
+    if not (target / "autotune").is_dir():
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir(parents=True)
+        archive = subprocess.run(
+            ["git", "-C", str(REPOSITORY), "archive", revision],
+            check=True,
+            capture_output=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return target
+
+
+def _autotune(source: Path, folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(source)}
+    return subprocess.run(
+        [sys.executable, "-m", "autotune", *args],
+        cwd=folder,
+        env=env,
+        text=True,
+        capture_output=True,
+        check=False,
+    )
+
+
+def run_arm(arm: str, source: Path, experiment: str, args: argparse.Namespace) -> ArmRun:
+    """``autotune run`` of ``experiment`` with ``source``'s code in a fresh folder."""
+    folder = args.work / experiment / arm
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    storage = f"sqlite:///{folder / 'study.db'}"
+    started = time.perf_counter()
+    run = _autotune(
+        source, folder, "run", experiment, "--space", args.space, "--trials", str(args.trials),
+        "--profile", "off", "--storage", storage, "--seed", str(args.seed),
+    )  # fmt: skip
+    wall = time.perf_counter() - started
+    (folder / "run.log").write_text(run.stdout + run.stderr, encoding="utf-8")
+    if run.returncode != 0:
+        raise SystemExit(f"{arm} {experiment}: autotune run exited {run.returncode}: see {folder}")
+    best = _autotune(source, folder, "best", "--storage", storage, "--json")
+    if best.returncode != 0:
+        raise SystemExit(f"{arm} {experiment}: autotune best failed: {best.stderr[-2000:]}")
+    processes = sum(1 for _ in folder.rglob("trial.log"))
+    return ArmRun(arm, wall, processes, json.loads(best.stdout))
+
+
+def answer_text(answer: dict[str, Any]) -> str:
+    """The recommendation and its confirmed speed-up (or the note when there is none)."""
+    config = answer["config"]
+    settings = ", ".join(f"{key}={value}" for key, value in sorted(config.items()))
+    confirmation = answer.get("confirmation") or {}
+    ratio = confirmation.get("ratio") or {}
+    if ratio:
+        speed = (
+            f"{ratio['median']:.2f}x (CI {ratio['low']:.2f}-{ratio['high']:.2f}, "
+            f"{ratio.get('n', '?')} rounds)"
+        )
+    elif answer.get("trial") is None:
+        speed = "the baseline (nothing beat it beyond noise)"
+    else:
+        speed = f"{answer.get('speedup') or 0:.2f}x (unconfirmed)"
+    return f"{speed}: `{settings}`"
+
+
+def one_experiment(
+    index: int, experiment: str, sources: dict[str, Path], args: argparse.Namespace
+) -> list[str]:
+    """Both arms of ``experiment``, the first arm alternating with ``index``: its section."""
+    order = list(sources) if index % 2 == 0 else list(reversed(sources))
+    runs = {arm: run_arm(arm, sources[arm], experiment, args) for arm in order}
+    before, after = runs["before"], runs["after"]
+    lines = [
+        f"### {experiment}",
+        "",
+        f"{args.trials} trials of the `{args.space}` space, profiling off; arms run in the "
+        f"order {', '.join(order)}.",
+        "",
+        "| arm | wall time to the answer (s) | processes | answer |",
+        "| --- | ---: | ---: | --- |",
+    ]
+    for run in runs.values():
+        lines.append(
+            f"| {run.arm} | {run.wall_seconds:,.0f} | {run.processes} | {answer_text(run.answer)} |"
+        )
+    lines += [
+        "",
+        f"After / before: {before.wall_seconds / after.wall_seconds:.2f}x shorter, "
+        f"{before.processes} -> {after.processes} processes.",
+        "",
+    ]
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--experiments", nargs="*", default=list(EXPERIMENTS))
+    parser.add_argument("--space", default="cpu")
+    parser.add_argument("--trials", type=int, default=15)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--before", default=BEFORE, help="git revision of the 'before' arm")
+    parser.add_argument("--work", type=Path, default=Path("benchmark_runs/time_to_answer"))
+    parser.add_argument("--output", type=Path, default=HERE / "results" / "time_to_answer.md")
+    args = parser.parse_args()
+    args.work = args.work.resolve()
+    sources = {"before": source_tree(args.before, args.work), "after": REPOSITORY}
+    sections = [f"`before`: {args.before}; `after`: the working tree."]
+    sections.append("")
+    for index, experiment in enumerate(args.experiments):
+        sections += one_experiment(index, experiment, sources, args)
+        print("\n".join(sections[-12:]), flush=True)
+    append_results(args.output, sections)
+
+
+if __name__ == "__main__":
+    main()
