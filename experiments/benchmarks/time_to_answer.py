@@ -32,6 +32,8 @@ from typing import Any
 
 from provenance import append_results  # type: ignore[import-not-found]
 
+from autotune.config import TrialConfig
+
 HERE = Path(__file__).resolve().parent
 REPOSITORY = HERE.parents[1]
 EXPERIMENTS = ("digits_cnn", "tabular_mlp", "transformer")  # bundled: autotune/bundled/
@@ -100,8 +102,7 @@ def run_arm(arm: str, source: Path, experiment: str, args: argparse.Namespace) -
 
 def answer_text(answer: dict[str, Any]) -> str:
     """The recommendation and its confirmed speed-up (or the note when there is none)."""
-    config = answer["config"]
-    settings = ", ".join(f"{key}={value}" for key, value in sorted(config.items()))
+    settings = TrialConfig.from_dict(answer["config"]).describe()
     confirmation = answer.get("confirmation") or {}
     ratio = confirmation.get("ratio") or {}
     if ratio:
