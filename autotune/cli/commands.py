@@ -284,7 +284,8 @@ def _read(storage: str, study_name: str | None) -> StudyRecords:
 )
 @handle_errors
 def status(storage: str, study_name: str | None, as_json: bool) -> None:
-    """Show a stored study: baseline, noise floor and every trial (reads the storage only)."""
+    """Show a stored study: baseline, noise floor, every trial, the confirmation and the
+    recommendation (the one 'best' prints; reads the storage only)."""
     from autotune.views.terminal import format_throughput, safe, show_confirmation, trials_table
 
     records = _read(storage, study_name)
@@ -312,6 +313,10 @@ def status(storage: str, study_name: str | None, as_json: bool) -> None:
         console.print(f"confirmed answer: {safe(confirmation.summary(records.tolerance))}")
     else:
         console.print("not confirmed yet: 'autotune run' confirms the top candidates at its end")
+    if baseline.config is not None and baseline.throughput is not None:
+        from autotune.store.recommendation import recommend
+
+        console.print(f"recommendation: {safe(recommend(records).text)}")
 
 
 @main.command()
@@ -328,7 +333,12 @@ def best(
     max_memory: float | None,
     as_json: bool,
 ) -> None:
-    """Print the fastest configuration within the fidelity tolerance (and --max-memory)."""
+    """Print the recommended configuration within the fidelity tolerance (and --max-memory).
+
+    After a confirmation: the confirmed winner, its speed-up and the throughputs of the
+    confirmation's rounds; before one, the fastest trial, its figures marked as the search
+    phase's (unconfirmed).
+    """
     from autotune.views.terminal import show_recipe
 
     recipe = _read(storage, study_name).best(max_fidelity, max_memory)
@@ -424,8 +434,8 @@ def report(storage: str, study_name: str | None, output: str, plotly_js: str) ->
 def dashboard(storage: str, study_name: str | None, port: int, host: str) -> None:
     """Serve a live dashboard of a study, re-read every 2 s while it runs (Ctrl-C stops it).
 
-    A fidelity-tolerance slider shows the fastest configuration within it; clicking a point of
-    the Pareto figure shows its curve, step time and recipe JSON.
+    A fidelity-tolerance slider shows what 'best' recommends at it, with the same figures;
+    clicking a point of the Pareto figure shows its curve, step time and recipe JSON.
     """
     from autotune.views.dashboard import create_app, exposure_warning
 

@@ -15,7 +15,6 @@ re-run with another seed).
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import math
 from collections.abc import Sequence
@@ -26,7 +25,6 @@ from typing import Any
 import optuna
 
 from autotune.analysis.head_to_head import Confirmation
-from autotune.config import TrialConfig
 from autotune.exceptions import ConfigError
 from autotune.recipe import Recipe
 from autotune.store.log_folders import default_log_root
@@ -42,6 +40,7 @@ from autotune.store.profile_facts import (
     step_breakdown,
     verdict_text,
 )
+from autotune.store.recommendation import recommend, within_memory
 from autotune.store.schema import (
     BASELINE_KEY,
     CONFIRMATION_KEY,
@@ -228,89 +227,11 @@ class StudyRecords:
         self, max_fidelity: float | None = None, max_memory_mib: float | None = None
     ) -> Recipe:
         """The recommendation within ``max_fidelity`` (default: the study's tolerance) and,
-        with ``max_memory_mib``, within that peak memory (MiB): memory enters as a limit,
-        never as a weight against speed.
-
-        After a complete confirmation (:mod:`autotune.analysis.head_to_head`): the fastest confirmed
-        candidate whose speed-up interval lies above 1 and whose mean fidelity over its seeds
-        is within the limit, or the baseline, saying no configuration beat it beyond noise.
-        Before one, or when the confirmed winner's peak memory exceeds ``max_memory_mib``: the
-        recipe of the trial :meth:`fastest_within` the limits, unconfirmed, or the baseline's
-        when no trial beats it.
-        """
-        limit = self.tolerance if max_fidelity is None else max_fidelity
-        confirmation = self.confirmation
-        if confirmation is not None and confirmation.complete:
-            confirmed = self._confirmed(confirmation, limit)
-            if confirmed.trial is None or within_memory(
-                self.trial(confirmed.trial), max_memory_mib
-            ):
-                return confirmed
-        best = self.fastest_within(limit, max_memory_mib)
-        memory = "" if max_memory_mib is None else f" and peak memory <= {max_memory_mib:g} MiB"
-        if best is not None:
-            recipe = self.recipe(best, limit)
-            if confirmation is not None and confirmation.complete:
-                recipe = dataclasses.replace(
-                    recipe,
-                    note=f"{recipe.note}; unconfirmed: the confirmed winner needs more memory "
-                    f"than {max_memory_mib:g} MiB",
-                )
-            return recipe
-        within = len(self.within(limit, max_memory_mib))
-        return dataclasses.replace(
-            self.recipe(None),
-            note=f"no trial was faster than the baseline with fidelity <= {limit:g}{memory} "
-            f"({within} within the limit); keep the baseline configuration",
-        )
-
-    def _confirmed(self, confirmation: Confirmation, limit: float) -> Recipe:
-        details: dict[str, Any] = {
-            "rounds": confirmation.rounds,
-            "seeds": list(confirmation.seeds),
-            "baseline_samples_per_second": list(confirmation.baseline_samples_per_second),
-            "candidates": [v.to_dict() for v in confirmation.verdicts(limit)],
-            "answer": confirmation.summary(limit),
-        }
-        winner = confirmation.recommended(limit)
-        if winner is None or winner.ratio is None:
-            return dataclasses.replace(
-                self.recipe(None),
-                note=f"confirmed: {confirmation.summary(limit)}",
-                confirmation=details,
-            )
-        details.update(ratio=winner.ratio.to_dict(), fidelity_seeds=winner.to_dict()["fidelity"])
-        attribution = confirmation.attribution
-        if attribution is not None and attribution.trial == winner.candidate.trial:
-            details["attribution"] = attribution.rows()
-            details["minimal"] = winner.candidate is confirmation.minimal
-        recipe = self.recipe(self.trial(winner.candidate.trial), limit)
-        if winner.candidate is confirmation.minimal:
-            recipe = self._minimal(recipe, winner.candidate.config)
-        return dataclasses.replace(
-            recipe,
-            speedup=winner.ratio.median,
-            fidelity=winner.fidelity_mean,
-            note=f"confirmed: {confirmation.summary(limit)}",
-            confirmation=details,
-        )
-
-    def _minimal(self, recipe: Recipe, config: TrialConfig) -> Recipe:
-        """``recipe`` (the winner's) for its minimal ``config``: the baseline's learning rate
-        when the batch size went back to the baseline's, and no effective settings when the
-        precision or XLA did (those were observed for the winner's configuration)."""
-        base = self.baseline.config
-        learning_rate = recipe.learning_rate
-        if base is not None and config.batch_size == base.batch_size:
-            learning_rate = self.baseline.learning_rate
-        numerics = (config.precision, config.jit_compile)
-        same = numerics == (recipe.config.precision, recipe.config.jit_compile)
-        return dataclasses.replace(
-            recipe,
-            config=config,
-            learning_rate=learning_rate,
-            effective=recipe.effective if same else {},
-        )
+        with ``max_memory_mib``, within that peak memory (MiB): the recipe of
+        :func:`autotune.store.recommendation.recommend`, the one rule every view shows (after a
+        complete confirmation the confirmed winner with the confirmation rounds' figures, before
+        one the fastest trial within the limits, unconfirmed, or the baseline)."""
+        return recommend(self, max_fidelity, max_memory_mib).recipe
 
     def recipe(self, row: TrialRow | None = None, max_fidelity: float | None = None) -> Recipe:
         """The recipe of ``row`` (the baseline's when None): its configuration, learning rate
@@ -362,14 +283,6 @@ class StudyRecords:
             ),
             **common,
         )
-
-
-def within_memory(row: TrialRow, max_memory_mib: float | None) -> bool:
-    """Whether ``row``'s peak memory is within ``max_memory_mib`` (MiB); True without a limit,
-    False with one when its memory was not measured."""
-    if max_memory_mib is None:
-        return True
-    return row.peak_memory_mib is not None and row.peak_memory_mib <= max_memory_mib
 
 
 def _recipe_note(row: TrialRow, speedup: float | None, limit: float) -> str:

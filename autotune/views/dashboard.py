@@ -1,12 +1,14 @@
 """The live dashboard: a local Dash app that re-reads a study while another process runs it.
 
 Every ``refresh_seconds`` (2 s by default) the app reads the study's records again from the same
-open storage (reads only) and redraws when something changed. A fidelity-tolerance slider picks
-the fastest configuration within it that beats the baseline; clicking a point of the Pareto
-figure (the report's own figure) shows that run's curve against the baseline, its step time and
-its recipe JSON with a copy button. A study with the memory objective also shows the memory view
-(throughput against peak memory), whose points select the same way, and a peak-memory limit
-(MiB) that the recommendation keeps to: memory enters it as a limit, never as a weight.
+open storage (reads only) and redraws when something changed. A fidelity-tolerance slider shows
+what ``autotune best`` recommends at it (:func:`autotune.store.recommendation.recommend`: the
+confirmed winner with its confirmation's figures, or the fastest trial, unconfirmed); clicking
+a point of the Pareto figure (the report's own figure) shows that run's curve against the
+baseline, its step time and its recipe JSON with a copy button. A study with the memory objective
+also shows the memory view (throughput against peak memory), whose points select the same way,
+and a peak-memory limit (MiB) that the recommendation keeps to: memory enters it as a limit,
+never as a weight.
 
 SQLite allows one writer at a time: a read that meets a writer waits (the storage's busy timeout)
 and, if the database still reports itself busy or locked, the dashboard keeps the last records it
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import json
 import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -113,15 +116,22 @@ def clicked_key(click_data: Any) -> str | None:
 
 
 def selection_info(records: StudyRecords, key: str | None) -> Selection | None:
-    """What to show for point ``key``; for None, the recommendation at the study's tolerance.
-    None when there is nothing to show (no baseline yet, or an unknown trial)."""
+    """What to show for point ``key``; for None, the recommendation at the study's tolerance
+    (its recipe as ``autotune best --json`` prints it: after a confirmation, the confirmed
+    one, with the confirmation rounds' figures). None when there is nothing to show (no
+    baseline yet, or an unknown trial)."""
+    recommended = None
     if key is None:
-        number = recommendation_info(records, records.tolerance).number
-        key = point_key(number)
+        recommended = recommendation_info(records, records.tolerance).recipe
+        key = point_key(recommended.trial if recommended is not None else None)
     try:
         number = parse_point_key(key)
         row: TrialRow | None = None if number is None else records.trial(number)
-        recipe = recipe_json(records, row)
+        recipe = (
+            recipe_json(records, row)
+            if recommended is None  # a clicked point: that run's own recipe
+            else json.dumps(recommended.to_dict(), indent=2, sort_keys=True)
+        )
     except (KeyError, ValueError):
         return None
     if row is None:

@@ -339,12 +339,18 @@ def trials_table(
 
 
 def show_recipe(console: Console, recipe: Recipe) -> None:
-    """Prints a recommended configuration with its measured speed-up and fidelity."""
-    title = (
-        "Baseline (no faster configuration)"
-        if recipe.is_baseline
-        else f"Best: trial {recipe.trial}"
-    )
+    """Prints a recommended configuration with its speed-up and the throughputs that produced
+    it (the confirmation's rounds, or the search phase's, said to be unconfirmed) and its
+    fidelity (see :func:`autotune.store.recommendation.figures_of`)."""
+    from autotune.store.recommendation import UNCONFIRMED, figures_of
+
+    figures = figures_of(recipe)
+    if recipe.is_baseline:
+        title = "Baseline (no faster configuration)"
+    else:
+        minimal = ", minimal recipe" if (recipe.confirmation or {}).get("minimal") else ""
+        how = "confirmed head to head" if figures.confirmed else UNCONFIRMED
+        title = f"Best: trial {recipe.trial} ({how}{minimal})"
     table = Table(title=title, show_header=False)
     table.add_column(style="bold")
     table.add_column()
@@ -352,28 +358,15 @@ def show_recipe(console: Console, recipe: Recipe) -> None:
         table.add_row(safe(key), safe(value))
     if recipe.learning_rate is not None:
         table.add_row("learning_rate", f"{recipe.learning_rate:g}")
-    if recipe.throughput:
-        from autotune.measure import Estimate, format_throughput
-
-        table.add_row("throughput", format_throughput(Estimate(**recipe.throughput)))
-    if recipe.baseline_throughput:
-        from autotune.measure import Estimate, format_throughput
-
-        table.add_row("baseline", format_throughput(Estimate(**recipe.baseline_throughput)))
-    confirmation = recipe.confirmation or {}
-    if confirmation.get("ratio"):
-        ratio = confirmation["ratio"]
-        table.add_row(
-            "speed-up",
-            f"{ratio['median']:.2f}x (CI {ratio['low']:.2f}-{ratio['high']:.2f}, confirmed "
-            f"over {confirmation['rounds']} rounds head to head)",
-        )
-    elif recipe.is_baseline:
-        table.add_row("speed-up", "1.00x (the baseline itself)")
-    elif recipe.speedup is not None:
-        table.add_row("speed-up", f"{recipe.speedup:.2f}x (not confirmed head to head)")
+    if figures.throughput is not None:
+        table.add_row("throughput", figures.throughput_text())
+    if figures.baseline is not None and not recipe.is_baseline:
+        table.add_row("baseline", figures.baseline_text())
+    table.add_row("speed-up", figures.speedup_text())
     if recipe.fidelity is not None:
-        table.add_row("fidelity", f"{recipe.fidelity:.2f} (tolerance {recipe.tolerance:g})")
+        seeds = (recipe.confirmation or {}).get("seeds") if figures.confirmed else None
+        over = f", mean over seeds {seeds}" if seeds and not recipe.is_baseline else ""
+        table.add_row("fidelity", f"{recipe.fidelity:.2f} (tolerance {recipe.tolerance:g}{over})")
     console.print(table)
     if recipe.note:
         console.print(safe(recipe.note))

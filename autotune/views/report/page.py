@@ -96,11 +96,14 @@ def _table_html(rows: list[RecipeRow]) -> str:
         )
     return (
         '<table id="pareto-table"><thead><tr><th>#</th><th>configuration</th>'
-        "<th>throughput</th><th>speed-up</th><th>fidelity</th>"
+        "<th>throughput (search)</th><th>speed-up (search)</th><th>fidelity</th>"
         + ("<th>peak memory</th>" if memory else "")
         + "<th>recipe</th></tr></thead>"
         f"<tbody>{''.join(body)}</tbody></table>"
-        '<p class="note">Save a recipe as recipe.json and reproduce it with '
+        '<p class="note">Throughput and speed-up here are the search phase\'s, over the '
+        "baseline measured at the study's start (unconfirmed); the header's recommendation "
+        "gives the confirmed figures once the candidates are confirmed head to head. "
+        "Save a recipe as recipe.json and reproduce it with "
         "<code>autotune.apply(autotune.Recipe.load('recipe.json'))</code>.</p>"
     )
 

@@ -1,5 +1,6 @@
 """The Pareto trials' recipes (the report's table, ``autotune export``'s JSON) and the
-recommendation rule at a fidelity tolerance (noise-floor units). Throughput in samples/s."""
+recommendation at a fidelity tolerance (noise-floor units), by the one rule of
+:mod:`autotune.store.recommendation`. Throughput in samples/s."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import json
 from typing import NamedTuple
 
 from autotune.measure import format_throughput
+from autotune.recipe import Recipe
+from autotune.store.recommendation import recommend
 from autotune.store.records import StudyRecords, TrialRow
 
 
@@ -16,8 +19,9 @@ class RecipeRow(NamedTuple):
     Attributes:
         number: trial number.
         description: the configuration in one line.
-        throughput: median samples/s with its CI, as text.
-        speedup: median throughput / the baseline's (None before the baseline is measured).
+        throughput: the search phase's median samples/s with its CI, as text.
+        speedup: that median / the baseline's measured at the study's start (None before the
+            baseline is measured): a search-phase figure, never a confirmed one.
         fidelity: fidelity distance.
         settings_json: the configuration and learning rate, as indented JSON.
         recipe_json: the recipe ``autotune export`` would write for this trial (config,
@@ -69,43 +73,26 @@ class Recommendation(NamedTuple):
     Attributes:
         tolerance: the largest fidelity distance accepted (noise-floor units).
         number: the recommended trial; None when the baseline stays the recommendation.
-        text: one sentence for people.
+        text: one sentence for people: the speed-up and the throughputs behind it, confirmed
+            (the confirmation's rounds) or said to be from the search phase, unconfirmed.
+        recipe: the recommended recipe, as ``autotune best --json`` prints it (None before the
+            baseline is measured).
     """
 
     tolerance: float
     number: int | None
     text: str
+    recipe: Recipe | None = None
 
 
 def recommendation_info(
     records: StudyRecords, tolerance: float, max_memory_mib: float | None = None
 ) -> Recommendation:
-    """The fastest complete trial with fidelity <= ``tolerance`` (and, with ``max_memory_mib``,
-    a peak memory within it, MiB) that is faster than the baseline (``Study.best``'s rule), or
-    the baseline, saying so. Memory is a limit, never a weight against speed."""
+    """What ``autotune best`` recommends with fidelity <= ``tolerance`` (and, with
+    ``max_memory_mib``, a peak memory within it, MiB), with its figures: the rule of
+    :func:`autotune.store.recommendation.recommend`. Memory is a limit, never a weight."""
     baseline = records.baseline
     if baseline.throughput is None or baseline.config is None:
         return Recommendation(tolerance, None, "The baseline has not been measured yet.")
-    best = records.fastest_within(tolerance, max_memory_mib)
-    memory = "" if max_memory_mib is None else f" and peak memory <= {max_memory_mib:g} MiB"
-    if best is None or best.throughput is None or best.config is None:
-        within = len(records.within(tolerance, max_memory_mib))
-        return Recommendation(
-            tolerance,
-            None,
-            f"Keep the baseline ({baseline.config.describe()}, "
-            f"{format_throughput(baseline.throughput)}): no trial is faster than the baseline "
-            f"with fidelity <= {tolerance:.2f}{memory} ({within} trial(s) within it).",
-        )
-    speedup = best.throughput.median / baseline.throughput.median
-    peak = (
-        f", peak memory {best.peak_memory_mib:,.0f} <= {max_memory_mib:g} MiB"
-        if max_memory_mib is not None and best.peak_memory_mib is not None
-        else ""
-    )
-    return Recommendation(
-        tolerance,
-        best.number,
-        f"Trial {best.number}: {best.config.describe()}: {format_throughput(best.throughput)}, "
-        f"{speedup:.2f}x the baseline, fidelity {best.fidelity:.2f} <= {tolerance:.2f}{peak}.",
-    )
+    chosen = recommend(records, tolerance, max_memory_mib)
+    return Recommendation(tolerance, chosen.number, chosen.text, chosen.recipe)
