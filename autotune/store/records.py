@@ -29,6 +29,7 @@ from autotune.analysis.head_to_head import Confirmation
 from autotune.config import TrialConfig
 from autotune.exceptions import ConfigError
 from autotune.recipe import Recipe
+from autotune.store.anchors import Anchors, epoch, read_anchors
 from autotune.store.log_folders import default_log_root
 from autotune.store.objectives import MEMORY
 from autotune.store.profile_facts import (
@@ -138,6 +139,7 @@ class StudyRecords:
         mismatches_allowed: resumes that were allowed despite a different identity.
         read_at: when the records were read (ISO 8601, UTC).
         confirmation: the head-to-head confirmation of the top candidates, once one started.
+        anchors: the baseline re-measured during the search; speed-ups are against the nearest.
     """
 
     study_name: str
@@ -153,6 +155,7 @@ class StudyRecords:
     mismatches_allowed: tuple[dict[str, Any], ...] = ()
     read_at: str = ""
     confirmation: Confirmation | None = None
+    anchors: Anchors = field(default_factory=Anchors)
 
     @property
     def hardware(self) -> dict[str, Any]:
@@ -168,6 +171,12 @@ class StudyRecords:
     def has_memory(self) -> bool:
         """Whether peak memory is one of the study's objectives."""
         return MEMORY in self.metric_names
+
+    def speedup(self, row: TrialRow) -> float | None:
+        """``row``'s median samples/s over the baseline's measured nearest in time to its start
+        (:class:`~autotune.store.anchors.Anchors`); None without both."""
+        anchors = self.anchors if self.anchors.baseline else Anchors(self.baseline.throughput)
+        return anchors.ratio(row.throughput, epoch(row.started))
 
     def pareto(self) -> list[TrialRow]:
         """The Pareto front on the study's objectives, with the baseline taken into account
@@ -210,19 +219,16 @@ class StudyRecords:
     def fastest_within(
         self, max_fidelity: float, max_memory_mib: float | None = None
     ) -> TrialRow | None:
-        """The fastest trial :meth:`within` the limits whose median throughput beats the
-        baseline's (the rule of ``Study.best``); None when there is none."""
+        """The trial :meth:`within` the limits with the largest speed-up over the baseline
+        measured nearest in time (:attr:`anchors`), when it beats it (the rule of
+        ``Study.best``); None when there is none."""
         if self.baseline.throughput is None:
             return None
-        floor = self.baseline.throughput.median
-        faster = [
-            r
-            for r in self.within(max_fidelity, max_memory_mib)
-            if r.throughput is not None and r.throughput.median > floor
-        ]
+        ratios = {r.number: self.speedup(r) or 0.0 for r in self.trials}
+        faster = [r for r in self.within(max_fidelity, max_memory_mib) if ratios[r.number] > 1]
         if not faster:
             return None
-        return max(faster, key=lambda r: (r.throughput.median if r.throughput else 0, -r.number))
+        return max(faster, key=lambda r: (ratios[r.number], -r.number))
 
     def best(
         self, max_fidelity: float | None = None, max_memory_mib: float | None = None
@@ -344,9 +350,7 @@ class StudyRecords:
             )
         if row.config is None:
             raise ValueError(f"trial {row.number} has no configuration (it failed before one)")
-        speedup = None
-        if row.throughput is not None and self.baseline.throughput is not None:
-            speedup = row.throughput.median / self.baseline.throughput.median
+        speedup = self.speedup(row)
         return Recipe(
             config=row.config,
             learning_rate=row.learning_rate,
@@ -447,6 +451,7 @@ def read_records(
         mismatches_allowed=tuple(mismatches),
         read_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         confirmation=_confirmation_of(attrs.get(CONFIRMATION_KEY)),
+        anchors=read_anchors(attrs),
     )
 
 
