@@ -5,6 +5,7 @@ fast halfway through a study. No TensorFlow."""
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 
 import optuna
@@ -92,7 +93,10 @@ TRIALS = [
 ]
 
 
-def drifting_study(tmp_path: Path, runner, every: Every | None = Every(trials=2)) -> Study:
+EVERY_TWO = Every(trials=2)
+
+
+def drifting_study(tmp_path: Path, runner, every: Every | None = EVERY_TWO) -> Study:
     study = Study(
         write_experiment(tmp_path),
         SPACE,
@@ -169,7 +173,7 @@ def test_the_structured_start_compares_against_the_nearest_anchor(drifted) -> No
     assert measured[TrialConfig.from_dict(TRIALS[0])] == pytest.approx(2000)
     assert measured[TrialConfig.from_dict(TRIALS[5])] == pytest.approx(1500)  # 3000 raw
     centre_speed = 1000.0  # the start's baseline
-    best = start_module.best_measured(centre_speed, list(start_module._measured(study.optuna)), TOLERANCE)
+    best = start_module.best_measured(centre_speed, start_module._measured(study.optuna), TOLERANCE)
     assert best == TrialConfig.from_dict(TRIALS[0])
 
 
@@ -246,9 +250,7 @@ def anchors_at(*medians_and_times: tuple[float, float], baseline_at: float | Non
     def estimate(median: float) -> Estimate:
         return Estimate(median, median * 0.99, median * 1.01, 0.95, 7)
 
-    runs = tuple(
-        Anchor(f"{ANCHOR_PREFIX}{t}", t, t + 1, estimate(m)) for m, t in medians_and_times
-    )
+    runs = tuple(Anchor(f"{ANCHOR_PREFIX}{t}", t, t + 1, estimate(m)) for m, t in medians_and_times)
     return Anchors(estimate(1000.0), baseline_at, runs)
 
 
@@ -307,3 +309,18 @@ def test_an_anchor_is_due_after_its_trials_or_its_seconds(tmp_path: Path) -> Non
     assert not anchor.due(study.optuna, Every(trials=2, seconds=600.0), now + 1)
     assert anchor.due(study.optuna, Every(trials=1, seconds=600.0), now + 1)
     assert anchor.due(study.optuna, Every(trials=2, seconds=600.0), now + 601)
+
+
+def test_an_anchor_running_on_another_worker_is_not_started_again(tmp_path: Path) -> None:
+    study = drifting_study(tmp_path, DriftingRunner(after=100), every=None)
+    study.optimize(n_trials=2)
+    every = Every(trials=1, seconds=600.0)
+    assert anchor.due(study.optuna, every, time.time())
+
+    # another worker's anchor, stored as running (no end, no throughput yet)
+    started = time.time()
+    key = f"{ANCHOR_PREFIX}{started:.3f}:elsewhere:1"
+    study.optuna.set_user_attr(key, Anchor(key, started, None, None).to_dict())
+
+    assert not anchor.due(study.optuna, every, started + 1)
+    assert anchor.stored(study.optuna).latest() == anchor.stored(study.optuna).baseline
