@@ -28,6 +28,7 @@ import optuna
 from autotune.analysis.head_to_head import Confirmation
 from autotune.config import TrialConfig
 from autotune.exceptions import ConfigError
+from autotune.measure import Estimate
 from autotune.recipe import Recipe
 from autotune.store.anchors import Anchors, epoch, read_anchors
 from autotune.store.log_folders import default_log_root
@@ -172,11 +173,15 @@ class StudyRecords:
         """Whether peak memory is one of the study's objectives."""
         return MEMORY in self.metric_names
 
-    def speedup(self, row: TrialRow) -> float | None:
-        """``row``'s median samples/s over the baseline's measured nearest in time to its start
-        (:class:`~autotune.store.anchors.Anchors`); None without both."""
+    def reference(self, row: TrialRow | None) -> Estimate | None:
+        """The baseline's samples/s nearest in time to ``row``'s start (the start's for None)."""
         anchors = self.anchors if self.anchors.baseline else Anchors(self.baseline.throughput)
-        return anchors.ratio(row.throughput, epoch(row.started))
+        return anchors.at(epoch(row.started) if row else None)
+
+    def speedup(self, row: TrialRow) -> float | None:
+        """``row``'s median samples/s over its :meth:`reference`'s; None without both."""
+        reference = self.reference(row)
+        return row.throughput.median / reference.median if row.throughput and reference else None
 
     def pareto(self) -> list[TrialRow]:
         """The Pareto front on the study's objectives, with the baseline taken into account
@@ -222,13 +227,9 @@ class StudyRecords:
         """The trial :meth:`within` the limits with the largest speed-up over the baseline
         measured nearest in time (:attr:`anchors`), when it beats it (the rule of
         ``Study.best``); None when there is none."""
-        if self.baseline.throughput is None:
-            return None
         ratios = {r.number: self.speedup(r) or 0.0 for r in self.trials}
         faster = [r for r in self.within(max_fidelity, max_memory_mib) if ratios[r.number] > 1]
-        if not faster:
-            return None
-        return max(faster, key=lambda r: (ratios[r.number], -r.number))
+        return max(faster, key=lambda r: (ratios[r.number], -r.number), default=None)
 
     def best(
         self, max_fidelity: float | None = None, max_memory_mib: float | None = None
@@ -322,7 +323,7 @@ class StudyRecords:
         """The recipe of ``row`` (the baseline's when None): its configuration, learning rate
         and provenance, as ``autotune export`` writes it and ``autotune.apply`` reads it. Its
         note compares the fidelity with ``max_fidelity`` (default: the study's tolerance)."""
-        baseline = self.baseline.throughput.to_dict() if self.baseline.throughput else None
+        baseline = ref.to_dict() if (ref := self.reference(row)) else None  # nearest row's time
         now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         common: dict[str, Any] = {
             "tolerance": self.tolerance,

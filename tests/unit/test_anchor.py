@@ -159,6 +159,9 @@ def test_speed_ups_and_the_answer_are_against_the_nearest_anchor(drifted) -> Non
     assert records.trial(5).throughput.median == pytest.approx(3000)
     assert records.speedup(records.trial(5)) == pytest.approx(1.5)
     assert records.recipe(records.trial(6)).speedup == pytest.approx(4.0)
+    # the recipe names the baseline it was compared with: the one measured nearest its time
+    assert records.recipe(records.trial(6)).baseline_throughput["median"] == pytest.approx(2000)
+    assert records.recipe(None).baseline_throughput["median"] == pytest.approx(1000)
     # Raw samples/s would pick trial 5 (3000 > 2000); against the baseline of its time it is
     # slower than trial 0.
     best = study.best()
