@@ -286,6 +286,7 @@ def _read(storage: str, study_name: str | None) -> StudyRecords:
 def status(storage: str, study_name: str | None, as_json: bool) -> None:
     """Show a stored study: baseline, noise floor, every trial, the confirmation and the
     recommendation (the one 'best' prints; reads the storage only)."""
+    from autotune.views.drift import drift_lines
     from autotune.views.terminal import format_throughput, safe, show_confirmation, trials_table
 
     records = _read(storage, study_name)
@@ -299,6 +300,8 @@ def status(storage: str, study_name: str | None, as_json: bool) -> None:
         console.print(f"baseline: {format_throughput(baseline.throughput)}")
     if baseline.noise_floor is not None:
         console.print(f"seed noise floor: {baseline.noise_floor.describe()}")
+    for line in drift_lines(records):  # the anchors: the baseline measured during the search
+        console.print(safe(line))
     counts = records.counts()
     console.print(
         f"{records.finished_count()} finished trials; "

@@ -26,7 +26,9 @@ import optuna
 
 from autotune.analysis.head_to_head import Confirmation
 from autotune.exceptions import ConfigError
+from autotune.measure import Estimate
 from autotune.recipe import Recipe
+from autotune.store.anchors import Anchors, epoch, read_anchors
 from autotune.store.log_folders import default_log_root
 from autotune.store.objectives import MEMORY
 from autotune.store.profile_facts import (
@@ -137,6 +139,7 @@ class StudyRecords:
         mismatches_allowed: resumes that were allowed despite a different identity.
         read_at: when the records were read (ISO 8601, UTC).
         confirmation: the head-to-head confirmation of the top candidates, once one started.
+        anchors: the baseline re-measured during the search; speed-ups are against the nearest.
     """
 
     study_name: str
@@ -152,6 +155,7 @@ class StudyRecords:
     mismatches_allowed: tuple[dict[str, Any], ...] = ()
     read_at: str = ""
     confirmation: Confirmation | None = None
+    anchors: Anchors = field(default_factory=Anchors)
 
     @property
     def hardware(self) -> dict[str, Any]:
@@ -167,6 +171,16 @@ class StudyRecords:
     def has_memory(self) -> bool:
         """Whether peak memory is one of the study's objectives."""
         return MEMORY in self.metric_names
+
+    def reference(self, row: TrialRow | None) -> Estimate | None:
+        """The baseline's samples/s nearest in time to ``row``'s start (the start's for None)."""
+        anchors = self.anchors if self.anchors.baseline else Anchors(self.baseline.throughput)
+        return anchors.at(epoch(row.started) if row else None)
+
+    def speedup(self, row: TrialRow) -> float | None:
+        """``row``'s median samples/s over its :meth:`reference`'s; None without both."""
+        reference = self.reference(row)
+        return row.throughput.median / reference.median if row.throughput and reference else None
 
     def pareto(self) -> list[TrialRow]:
         """The Pareto front on the study's objectives, with the baseline taken into account
@@ -209,19 +223,12 @@ class StudyRecords:
     def fastest_within(
         self, max_fidelity: float, max_memory_mib: float | None = None
     ) -> TrialRow | None:
-        """The fastest trial :meth:`within` the limits whose median throughput beats the
-        baseline's (the rule of ``Study.best``); None when there is none."""
-        if self.baseline.throughput is None:
-            return None
-        floor = self.baseline.throughput.median
-        faster = [
-            r
-            for r in self.within(max_fidelity, max_memory_mib)
-            if r.throughput is not None and r.throughput.median > floor
-        ]
-        if not faster:
-            return None
-        return max(faster, key=lambda r: (r.throughput.median if r.throughput else 0, -r.number))
+        """The trial :meth:`within` the limits with the largest speed-up over the baseline
+        measured nearest in time (:attr:`anchors`), when it beats it (the rule of
+        ``Study.best``); None when there is none."""
+        ratios = {r.number: self.speedup(r) or 0.0 for r in self.trials}
+        faster = [r for r in self.within(max_fidelity, max_memory_mib) if ratios[r.number] > 1]
+        return max(faster, key=lambda r: (ratios[r.number], -r.number), default=None)
 
     def best(
         self, max_fidelity: float | None = None, max_memory_mib: float | None = None
@@ -237,7 +244,7 @@ class StudyRecords:
         """The recipe of ``row`` (the baseline's when None): its configuration, learning rate
         and provenance, as ``autotune export`` writes it and ``autotune.apply`` reads it. Its
         note compares the fidelity with ``max_fidelity`` (default: the study's tolerance)."""
-        baseline = self.baseline.throughput.to_dict() if self.baseline.throughput else None
+        baseline = ref.to_dict() if (ref := self.reference(row)) else None  # nearest row's time
         now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         common: dict[str, Any] = {
             "tolerance": self.tolerance,
@@ -265,9 +272,7 @@ class StudyRecords:
             )
         if row.config is None:
             raise ValueError(f"trial {row.number} has no configuration (it failed before one)")
-        speedup = None
-        if row.throughput is not None and self.baseline.throughput is not None:
-            speedup = row.throughput.median / self.baseline.throughput.median
+        speedup = self.speedup(row)
         return Recipe(
             config=row.config,
             learning_rate=row.learning_rate,
@@ -360,6 +365,7 @@ def read_records(
         mismatches_allowed=tuple(mismatches),
         read_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         confirmation=_confirmation_of(attrs.get(CONFIRMATION_KEY)),
+        anchors=read_anchors(attrs),
     )
 
 

@@ -13,7 +13,7 @@ Study user attributes:
 - ``autotune_info`` (:data:`INFO_KEY`): provenance (experiment reference, space, measurement
   settings, hardware, versions, creation time).
 - ``autotune_baseline`` (:data:`BASELINE_KEY`): ``{"config", "runs": {seed: RunResult dict},
-  "noise_floor"}``.
+  "noise_floor", "measured_at"}`` (anchors beside it: :mod:`autotune.store.anchors`).
 - ``autotune_baseline_summary`` (:data:`BASELINE_SUMMARY_KEY`): a short digest of the baseline
   for Optuna's own tools (optuna-dashboard shows user attributes).
 - ``autotune_mismatches_allowed`` (:data:`MISMATCHES_KEY`): resumes allowed despite a different
@@ -353,7 +353,7 @@ class TrialRow(RunFacts):
 
 
 def _iso(value: dt.datetime | None) -> str | None:
-    return value.isoformat(timespec="seconds") if value is not None else None
+    return value.isoformat(timespec="microseconds") if value is not None else None
 
 
 _STATES = {

@@ -112,6 +112,12 @@ def write_confirmation(study: optuna.Study, confirmation: Confirmation) -> None:
     study.set_user_attr(CONFIRMATION_KEY, confirmation.to_dict())
 
 
+def write_anchor(study: optuna.Study, key: str, anchor: Mapping[str, Any]) -> None:
+    """Stores one anchor of the baseline whole, under its own ``key``
+    (:data:`autotune.store.anchors.ANCHOR_PREFIX`)."""
+    study.set_user_attr(key, dict(anchor))
+
+
 def profile_rerun_key(number: int) -> str:
     """The study attribute of trial ``number``'s Pareto profiling re-run."""
     return f"{PROFILE_RERUN_PREFIX}{number}"

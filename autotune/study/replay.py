@@ -344,6 +344,7 @@ def _replay(
         trials.append(ReplayedTrial(row, measured, live + now - clock["last"]))
         clock.update(last=now, calls=len(runner.calls))
 
+    study.anchor_every = None  # a grid was measured once: there is no drift to anchor
     study.add_listener(record)
     study.ensure_baseline()
     clock["last"] = time.monotonic()

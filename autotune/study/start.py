@@ -48,8 +48,9 @@ from autotune.space import (
     space_values,
 )
 from autotune.store import writer
+from autotune.store.anchors import epoch
 from autotune.store.schema import COMBINED_KEY, CONFIG_ATTR, REFINED_KEY, START_KEY
-from autotune.study import baseline
+from autotune.study import anchor, baseline
 from autotune.study.checklist import checklist_config
 
 START_MODES = ("structured", "random")
@@ -228,9 +229,17 @@ def _tried(study: optuna.Study) -> set[TrialConfig]:
 
 
 def _measured(study: optuna.Study) -> list[tuple[TrialConfig, float, float]]:
-    """(config, samples/s, fidelity) of the study's complete trials."""
+    """(config, samples/s, fidelity) of the study's complete trials, each samples/s scaled to
+    the start baseline's conditions by the anchor nearest in time to the trial's start
+    (:meth:`~autotune.store.anchors.Anchors.at_start_speed`; as measured without anchors), so
+    probes measured before and after a drift compare with the baseline and each other."""
+    anchors = anchor.stored(study)
     return [
-        (TrialConfig.from_dict(t.user_attrs[CONFIG_ATTR]), t.values[0], t.values[1])
+        (
+            TrialConfig.from_dict(t.user_attrs[CONFIG_ATTR]),
+            anchors.at_start_speed(t.values[0], epoch(t.datetime_start)),
+            t.values[1],
+        )
         for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
         if t.user_attrs.get(CONFIG_ATTR) is not None
     ]

@@ -47,6 +47,7 @@ from autotune.store.schema import (
 )
 from autotune.store.storage import DEFAULT_STORAGE, check_url, open_storage, quiet_experimental
 from autotune.study import (
+    anchor,
     baseline,
     board,
     checks,
@@ -297,9 +298,9 @@ class Study:
         return self._score(trial, scoring.with_twin_curve(trial, result, twin))
 
     def _measure(self, trial: optuna.Trial, config: TrialConfig, curve: bool) -> RunResult:
-        """Runs the trial with the early stop at the baseline's lower bound (and its curve if
-        ``curve``); records a failure with its kind before it propagates."""
-        baseline_throughput = baseline.reference(self.optuna)[0]
+        """Runs the trial with the early stop at the latest anchor's lower bound (and its curve
+        if ``curve``); records a failure with its kind before it propagates."""
+        baseline_throughput = anchor.current(self.optuna)
         log_dir = self.log_root / f"trial_{trial.number}"
         settings = self.settings.replace(
             seed=BASELINE_SEEDS[0],
@@ -316,14 +317,14 @@ class Study:
         asked, peak memory); prunes a trial stopped early or without a throughput."""
         writer.write_result(trial, result)
         log_dir = self.log_root / f"trial_{trial.number}"
-        baseline_throughput, baseline_curve, floor = baseline.reference(self.optuna)
+        _, baseline_curve, floor = baseline.reference(self.optuna)
         if result.stopped_early is not None or result.throughput is None:
             board.trial_run(log_dir, trial.number, result, fidelity=None)
             scoring.prune_slower(
                 trial,
                 result.stopped_early or "throughput was not measured",
                 result.throughput.median if result.stopped_early and result.throughput else None,
-                baseline_throughput.low,
+                anchor.reference_at(self.optuna, trial.datetime_start).low,
             )
         with scoring.failure_recorded(trial):
             fidelity = scoring.score_fidelity(trial, result, baseline_curve, floor)
@@ -334,6 +335,7 @@ class Study:
 
     # ----------------------------------------------------------------- the loop
     run = running.run  # baseline -> search -> confirmation, with callbacks (see there)
+    anchor_every: anchor.Every | None = anchor.DEFAULT_EVERY  # re-measuring the baseline
 
     def optimize(self, n_trials: int | None = None, timeout: float | None = None) -> None:
         """Runs the baseline if needed, then trials until the study holds ``n_trials`` finished
@@ -365,6 +367,7 @@ class Study:
         while True:
             if timeout is not None and time.monotonic() - started >= timeout:
                 break
+            self._guard.run(lambda: anchor.run_if_due(self, n_trials))
             turn = self._guard.run(lambda: self._run_one(n_trials))
             if turn is None:  # the target is reached, counting the trials other workers run
                 break

@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 
 from autotune.measure import format_throughput
 from autotune.store.records import StudyRecords
+from autotune.views.drift import drift_facts
 from autotune.views.report.recipes import recommendation_info
 
 
@@ -70,6 +71,7 @@ def header_info(records: StudyRecords) -> HeaderInfo:
         ("study created", str(records.info.get("created", "?"))),
         ("report made", records.read_at),
     ]
+    facts += drift_facts(records)  # after the facts the drift qualifies
     if records.mismatches_allowed:
         facts.append(
             ("warning", f"resumed {len(records.mismatches_allowed)} time(s) with --allow-mismatch")
