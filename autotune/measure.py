@@ -144,8 +144,13 @@ def summarize(values: Sequence[float], confidence: float = CONFIDENCE) -> Estima
     )
 
 
+#: With too few timed windows for a 95% interval, a trial stops only when every window ran under
+#: this fraction of the stop threshold (a gross gap, never ordinary noise).
+FIRST_WINDOW_FACTOR = 0.5
+
+
 def confidently_below(
-    estimate: Estimate, threshold: float, first_window_factor: float = 0.5
+    estimate: Estimate, threshold: float, first_window_factor: float = FIRST_WINDOW_FACTOR
 ) -> bool:
     """Whether a throughput ``estimate`` (samples/s) is confidently below ``threshold``.
 
@@ -171,34 +176,75 @@ def slower_than_baseline(throughput: Estimate, threshold: float | None) -> str |
     )
 
 
-#: A warm-up stops as hopeless when even its fastest step after the first (compilation) runs
-#: under the stop threshold divided by this factor: the steady steps would have to be this much
-#: faster than every step seen for the trial to reach the baseline.
+#: A warm-up stops as hopeless when even its fastest call after the first (compilation) runs
+#: under the stop threshold divided by this factor: the steady calls would have to be this much
+#: faster than every call seen for the trial to reach the baseline.
 HOPELESS_FACTOR = 3.0
-#: Steps after the first that a warm-up runs before it can be called hopeless (the first few after
-#: compilation can be slower than the steady ones: their fastest is what counts).
+#: Training steps after the compiling call that a warm-up runs before it can be called hopeless
+#: (the first few after compilation can be slower than the steady ones: the fastest call is what
+#: counts). Counted in steps, not calls: one call of 64 steps per execution is enough evidence.
 HOPELESS_MIN_STEPS = 3
 
 
 def hopeless_warm_up(
-    step_seconds: Sequence[float], batch_size: int, threshold: float | None
+    call_seconds: Sequence[float],
+    samples_per_call: int,
+    threshold: float | None,
+    steps_per_call: int = 1,
 ) -> str | None:
-    """Why a warm-up whose steps took ``step_seconds`` (the first one compiles) is hopeless
-    against ``threshold`` (samples/s, the baseline's lower bound), or None to go on: after
-    :data:`HOPELESS_MIN_STEPS` steps past the first, its fastest step is under ``threshold /
-    HOPELESS_FACTOR``. A configuration 100x slower than the baseline stops after four steps
-    (the first one's compilation and three that each take 100 baseline steps' time)."""
-    after_compile = step_seconds[1:]
-    if threshold is None or len(after_compile) < HOPELESS_MIN_STEPS:
+    """Why a warm-up whose calls took ``call_seconds`` (the first one compiles; each call is
+    ``steps_per_call`` training steps of ``samples_per_call`` samples in all) is hopeless against
+    ``threshold`` (samples/s, the baseline's lower bound), or None to go on: once the calls after
+    the first hold :data:`HOPELESS_MIN_STEPS` training steps, its fastest call is under
+    ``threshold / HOPELESS_FACTOR``. A configuration 100x slower than the baseline stops after the
+    compiling call and three one-step calls, or one call of three steps or more."""
+    if steps_per_call < 1:
+        raise ValueError(f"steps_per_call must be >= 1. Received: steps_per_call={steps_per_call}")
+    after_compile = call_seconds[1:]
+    steps = len(after_compile) * steps_per_call
+    if threshold is None or steps < HOPELESS_MIN_STEPS:
         return None
-    fastest = batch_size / min(after_compile)
+    fastest = samples_per_call / min(after_compile)
     if fastest * HOPELESS_FACTOR >= threshold:
         return None
     return (
-        f"hopeless in warm-up: its fastest of {len(after_compile)} steps after compilation ran "
-        f"{fastest:.0f} samples/s, under 1/{HOPELESS_FACTOR:g} of the baseline's "
+        f"hopeless in warm-up: its fastest of {_calls(len(after_compile), steps)} after "
+        f"compilation ran {fastest:.0f} samples/s, under 1/{HOPELESS_FACTOR:g} of the baseline's "
         f"{threshold:.0f} samples/s"
     )
+
+
+def slow_steady_warm_up(
+    steady_samples_per_second: Sequence[float], steps: int, threshold: float | None
+) -> str | None:
+    """Why timing need not start: the warm-up reached steady state and every one of its last
+    calls (``steady_samples_per_second``, samples/s each, ``steps`` training steps in all) ran
+    under :data:`FIRST_WINDOW_FACTOR` of ``threshold`` (samples/s, the baseline's lower bound):
+    the gross gap that stops a trial after its first timed window (:func:`confidently_below`).
+    None to go on.
+
+    Steady calls are whole calls synchronised by reading the loss, like a window's, and their
+    times no longer fall, so a timed window would only repeat them: a configuration 2-3x slower
+    stops here instead of after one more window (at 64 steps per execution, one more call). Only
+    the gross gap counts, never the 95% interval: calls before steady state may be slower than
+    the steady ones."""
+    if threshold is None or not steady_samples_per_second:
+        return None
+    fastest = max(steady_samples_per_second)
+    if fastest >= FIRST_WINDOW_FACTOR * threshold:
+        return None
+    return (
+        f"slow in steady warm-up: its last {_calls(len(steady_samples_per_second), steps)} ran "
+        f"{fastest:.0f} samples/s at most, under {FIRST_WINDOW_FACTOR:g}x the baseline's "
+        f"{threshold:.0f} samples/s"
+    )
+
+
+def _calls(calls: int, steps: int) -> str:
+    """'3 steps' when each call is one step, else '1 call (64 steps)'."""
+    if calls == steps:
+        return f"{steps} step{'s' if steps != 1 else ''}"
+    return f"{calls} call{'s' if calls != 1 else ''} ({steps} steps)"
 
 
 #: XProf's thresholds on the share of step time spent waiting for input.

@@ -38,8 +38,6 @@ from autotune.fidelity import checkpoint_steps
 from autotune.measure import (
     Estimate,
     InputAblation,
-    WarmupDetector,
-    hopeless_warm_up,
     slower_than_baseline,
     steps_per_window,
     summarize,
@@ -58,6 +56,7 @@ from autotune.trial.pipeline import (
     validation_pipeline,
 )
 from autotune.trial.trainer import Stopwatch, Trainer, timed_window
+from autotune.trial.warm_up import WarmUp, warm_up
 
 
 @contextmanager
@@ -81,18 +80,6 @@ class _Setup:
     effective: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class _WarmUp:
-    """The warm-up's steps, the steady step time and the first step's extra time (compilation),
-    both in seconds."""
-
-    steps: int = 0
-    steady_step_seconds: float = 0.0
-    compile_seconds: float = 0.0
-    hopeless: str | None = None  # why it stopped the trial (measure.hopeless_warm_up)
-    samples_per_second: tuple[float, ...] = ()  # each step's after the first
-
-
 @dataclass
 class _Windows:
     """The timed windows: each one's samples/s, steps per window, each step's seconds, the
@@ -109,7 +96,7 @@ class _Windows:
 class _Speed:
     """What the throughput phases measure; the defaults stand for the phases that do not run."""
 
-    warmup: _WarmUp = field(default_factory=_WarmUp)
+    warmup: WarmUp = field(default_factory=WarmUp)
     windows: _Windows = field(default_factory=_Windows)
     recompilation: Recompilation | None = None
     profile: ProfileSummary | None = None
@@ -191,11 +178,11 @@ def run_trial(experiment: Experiment, config: TrialConfig, settings: RunSettings
         model = setup.model
         trainer = Trainer(model, setup.train_data, xla_compiles=bool(model.jit_compile))
         with _timed(phases, "warmup"):
-            speed.warmup = warmup = _warm_up(trainer, settings, config.samples_per_call)
+            speed.warmup = warmup = _warm_up(trainer, config, settings)
         with _timed(phases, "windows"):
-            if warmup.hopeless:  # stopped in warm-up: no window is timed
+            if warmup.stopped:  # stopped in warm-up: no window is timed
                 warmup_rates = summarize(warmup.samples_per_second)
-                windows = _Windows(throughput=warmup_rates, stopped_early=warmup.hopeless)
+                windows = _Windows(throughput=warmup_rates, stopped_early=warmup.stopped)
             else:
                 windows = _time_windows(trainer, config, settings, warmup)
             speed.windows = windows
@@ -218,31 +205,20 @@ def run_trial(experiment: Experiment, config: TrialConfig, settings: RunSettings
     return _result(config, setup, speed, curve, phases)
 
 
-def _warm_up(trainer: Trainer, settings: RunSettings, samples_per_call: int) -> _WarmUp:
-    """Runs single calls until their times (seconds) stop falling, ``warmup_max_steps`` have
-    run, or ``warmup_max_seconds`` have passed with at least 2 run; or until they show the trial
-    is hopeless against ``stop_below_samples_per_second`` (:func:`hopeless_warm_up`). A call is
-    one training step, or ``steps_per_execution`` of them."""
-    clock = Stopwatch()
-    detector = WarmupDetector(min_steps=settings.warmup_min_steps)
-    threshold = settings.stop_below_samples_per_second
-    while True:
-        step = Stopwatch()
+def _warm_up(trainer: Trainer, config: TrialConfig, settings: RunSettings) -> WarmUp:
+    """The trial's warm-up (:func:`autotune.trial.warm_up.warm_up`), one call of the training
+    function at a time: one training step, or ``steps_per_execution`` of them."""
+
+    def run_call() -> float:
+        clock = Stopwatch()
         trainer.run(1, "warm-up")
-        detector.add(step.seconds())
-        hopeless = hopeless_warm_up(detector.step_seconds, samples_per_call, threshold)
-        if hopeless or detector.steady or trainer.steps >= settings.warmup_max_steps:
-            break
-        if clock.seconds() > settings.warmup_max_seconds and trainer.steps >= 2:
-            break
-    steady = detector.steady_step_seconds
-    rates = tuple(samples_per_call / seconds for seconds in detector.step_seconds[1:])
-    compile_seconds = max(0.0, detector.step_seconds[0] - steady)
-    return _WarmUp(trainer.steps, steady, compile_seconds, hopeless, rates)
+        return clock.seconds()
+
+    return warm_up(run_call, settings, config.samples_per_call, config.steps_per_execution)
 
 
 def _time_windows(
-    trainer: Trainer, config: TrialConfig, settings: RunSettings, warmup: _WarmUp
+    trainer: Trainer, config: TrialConfig, settings: RunSettings, warmup: WarmUp
 ) -> _Windows:
     """Times up to ``settings.windows`` windows of whole calls (about ``window_seconds`` each at
     the steady call time, at least ``min_window_steps`` training steps), each in samples/s;

@@ -228,20 +228,21 @@ def test_curve_without_throughput(
     assert _curve(result) == _curve(float32_result)
 
 
-def test_a_hopeless_configuration_stops_four_steps_into_its_warm_up(
-    tiny_ref: Callable[..., str], settings: RunSettings
+@pytest.mark.parametrize(("steps_per_execution", "calls"), [(1, 4), (64, 2)])
+def test_a_hopeless_configuration_stops_three_steps_into_its_warm_up(
+    tiny_ref: Callable[..., str], settings: RunSettings, steps_per_execution: int, calls: int
 ) -> None:
     """Against a baseline 1e12 samples/s fast, the trial is hopeless from its first steps: it
-    stops in warm-up (compile step plus three), with the throughput those steps measured, and
-    costs seconds beyond its compile time (issue 11: 100x slower costs <= 10 s + compile)."""
-    result = _run(
-        tiny_ref(), TrialConfig(batch_size=32), settings.replace(stop_below_samples_per_second=1e12)
-    )
+    stops in warm-up once three training steps ran after the compiling call (three calls of one
+    step, or one call of 64: issue 25), with the throughput those calls measured, and costs
+    seconds beyond its compile time (issue 11: 100x slower costs <= 10 s + compile)."""
+    config = TrialConfig(batch_size=32, steps_per_execution=steps_per_execution)
+    result = _run(tiny_ref(), config, settings.replace(stop_below_samples_per_second=1e12))
     assert result.stopped_early is not None
     assert result.stopped_early.startswith("hopeless in warm-up")
-    assert result.warmup_steps == 4
+    assert result.warmup_steps == calls
     assert result.window_samples_per_second == []
-    assert result.throughput is not None and result.throughput.n == 3
+    assert result.throughput is not None and result.throughput.n == calls - 1
     assert result.curve == [] and result.final_metrics == {}
     assert "curve" not in result.phase_seconds and result.phase_seconds["windows"] < 1.0
     assert result.phase_seconds["warmup"] < 10.0 + result.compile_seconds

@@ -9,13 +9,16 @@ import pytest
 
 from autotune.measure import (
     CONFIDENCE,
+    FIRST_WINDOW_FACTOR,
     HOPELESS_FACTOR,
+    HOPELESS_MIN_STEPS,
     Estimate,
     InputAblation,
     WarmupDetector,
     confidently_below,
     hopeless_warm_up,
     input_bound_verdict,
+    slow_steady_warm_up,
     slower_than_baseline,
     steps_per_window,
     summarize,
@@ -484,6 +487,72 @@ def test_the_fastest_step_decides_so_one_slow_step_stops_nothing():
     assert hopeless_warm_up(steps, 32, THRESHOLD) is None
     assert hopeless_warm_up([2.0, *[steady * HOPELESS_FACTOR * 1.01] * 3], 32, THRESHOLD)
     assert not hopeless_warm_up([2.0, *[steady * HOPELESS_FACTOR * 1.01] * 2], 32, THRESHOLD)
+
+
+#: A call of 64 training steps at batch 32: 2,048 samples.
+CALL_64 = 64 * 32
+
+
+def test_the_warm_up_stop_at_64_steps_per_call_stops_after_one_call():
+    """Issue 25: the evidence is training steps, not calls. At 64 steps per call a configuration
+    90x slower is hopeless after the compiling call and one more (the old rule waited for three
+    calls more, 192 steps of a hopeless configuration)."""
+    slow_call = 64 * FLOAT16_STEPS[-1]  # 64 steps at ~94 samples/s
+    calls = [FLOAT16_STEPS[0] + slow_call, slow_call]
+
+    assert hopeless_warm_up(calls[:1], CALL_64, THRESHOLD, steps_per_call=64) is None
+    stopped = hopeless_warm_up(calls, CALL_64, THRESHOLD, steps_per_call=64)
+    assert stopped is not None
+    assert "fastest of 1 call (64 steps) after compilation ran 94 samples/s" in stopped
+
+
+@pytest.mark.parametrize(("steps_per_call", "calls_needed"), [(1, 3), (2, 2), (3, 1), (64, 1)])
+def test_the_warm_up_stop_needs_three_training_steps_after_compilation(
+    steps_per_call, calls_needed
+):
+    slow_call = steps_per_call * FLOAT16_STEPS[-1]
+    calls = [5.0, *[slow_call] * calls_needed]
+    samples = steps_per_call * 32
+
+    assert calls_needed * steps_per_call >= HOPELESS_MIN_STEPS
+    assert hopeless_warm_up(calls[:-1], samples, THRESHOLD, steps_per_call) is None
+    assert hopeless_warm_up(calls, samples, THRESHOLD, steps_per_call) is not None
+
+
+@pytest.mark.parametrize("slower", [1.0, 2.0, 2.9])
+def test_at_64_steps_per_call_a_configuration_under_the_factor_is_never_hopeless(slower):
+    steady_call = 64 * 32 / THRESHOLD
+    calls = [30.0, *([steady_call * slower] * 20)]
+
+    for n in range(1, len(calls) + 1):
+        assert hopeless_warm_up(calls[:n], CALL_64, THRESHOLD, steps_per_call=64) is None
+
+
+def test_a_call_count_of_steps_below_one_is_refused():
+    with pytest.raises(
+        ValueError, match=r"steps_per_call must be >= 1\. Received: steps_per_call=0"
+    ):
+        hopeless_warm_up([1.0, 1.0], 32, THRESHOLD, steps_per_call=0)
+
+
+def test_a_steady_warm_up_under_half_the_threshold_stops_before_any_window():
+    half = FIRST_WINDOW_FACTOR * THRESHOLD
+    stopped = slow_steady_warm_up([half * 0.9, half * 0.95, half * 0.99], 192, THRESHOLD)
+
+    assert stopped == (
+        "slow in steady warm-up: its last 3 calls (192 steps) ran 4356 samples/s at most, "
+        "under 0.5x the baseline's 8800 samples/s"
+    )
+    assert "its last 3 steps ran" in (slow_steady_warm_up([100.0] * 3, 3, THRESHOLD) or "")
+
+
+def test_a_steady_warm_up_near_the_threshold_goes_on_to_its_windows():
+    half = FIRST_WINDOW_FACTOR * THRESHOLD
+    # one call at half the threshold or more is enough to go on: only a gross gap stops here
+    assert slow_steady_warm_up([half * 0.5, half * 0.5, half], 3, THRESHOLD) is None
+    assert slow_steady_warm_up([THRESHOLD * 0.9] * 3, 3, THRESHOLD) is None
+    assert slow_steady_warm_up([], 0, THRESHOLD) is None
+    assert slow_steady_warm_up([1.0] * 3, 3, None) is None
 
 
 def test_no_threshold_means_no_early_stop():
