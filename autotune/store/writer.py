@@ -21,6 +21,7 @@ from optuna.trial import FrozenTrial
 from autotune.analysis.head_to_head import Confirmation
 from autotune.config import TrialConfig
 from autotune.exceptions import TrialFailure
+from autotune.store.predicted import PREDICTED_FROM_ATTR, PREDICTION_OFF_KEY
 from autotune.store.result import RunResult
 from autotune.store.schema import (
     ALIVE_ATTR,
@@ -53,6 +54,12 @@ from autotune.store.schema import (
 MEASUREMENT_ATTRS = (THROUGHPUT_ATTR, FIDELITY_ATTR, FIDELITY_SYMMETRIC_ATTR, RESULT_ATTR)
 
 # ------------------------------------------------------------------------- study attributes
+
+
+def write_fidelity_prediction(study: optuna.Study, enabled: bool) -> None:
+    """Stores whether the study skips proposals predicted infeasible
+    (:data:`~autotune.store.predicted.PREDICTION_OFF_KEY`; on unless stored off)."""
+    study.set_user_attr(PREDICTION_OFF_KEY, not enabled)
 
 
 def write_identity(
@@ -169,6 +176,12 @@ def write_pruned_reason(trial: optuna.Trial, reason: str) -> None:
     trial.set_user_attr(PRUNED_REASON_ATTR, reason)
 
 
+def write_predicted_from(trial: optuna.Trial, numbers: Sequence[int]) -> None:
+    """Stores the trials (numbers; -1: the baseline) a trial skipped as predicted infeasible was
+    predicted from (:data:`~autotune.store.predicted.PREDICTED_FROM_ATTR`)."""
+    trial.set_user_attr(PREDICTED_FROM_ATTR, [int(n) for n in numbers])
+
+
 def write_curve_from(trial: optuna.Trial, source: str) -> None:
     """Stores whose curve the trial is scored with
     (:data:`~autotune.store.schema.CURVE_FROM_ATTR`)."""
@@ -232,9 +245,11 @@ __all__ = [
     "write_duplicate_of",
     "write_failure",
     "write_fidelity",
+    "write_fidelity_prediction",
     "write_identity",
     "write_log_dir",
     "write_mismatches",
+    "write_predicted_from",
     "write_pruned_reason",
     "write_refined",
     "write_result",

@@ -7,8 +7,9 @@ on request (:mod:`autotune.store.objectives`), and ``fidelity - tolerance <= 0``
 constraint. The first trials are a structured start (:mod:`autotune.study.search`). A
 trial confidently slower than the baseline is stopped before its curve and recorded as pruned,
 with a violated constraint so the sampler ranks it as dominated (:mod:`autotune.study.scoring`); a
-duplicate of a measured configuration reuses its measurement, and one
-predicted to run out of memory is pruned without running (:mod:`autotune.study.prediction`).
+duplicate of a measured configuration reuses its measurement, one predicted to run out of
+memory (:mod:`autotune.study.prediction`) or infeasible
+(:mod:`autotune.study.fidelity_prediction`) is pruned without running.
 Running the same study again resumes it (:mod:`autotune.study.identity`,
 :mod:`autotune.study.recovery`); several workers may share it (:mod:`autotune.study.claims`,
 :mod:`autotune.study.placement`). No TensorFlow here: trials run through :mod:`autotune.trial`.
@@ -53,6 +54,7 @@ from autotune.study import (
     checks,
     claims,
     confirming,
+    fidelity_prediction,
     identity,
     prediction,
     recovery,
@@ -293,6 +295,9 @@ class Study:
         oom = prediction.out_of_memory_at_most(self.optuna, config)
         if oom is not None:
             scoring.prune_predicted_oom(trial, prediction.predicted_oom_reason(oom))
+        skip = fidelity_prediction.predicted_infeasible(self.optuna, config, self.tolerance)
+        if skip is not None:  # the measured trials rule it out: not run
+            fidelity_prediction.prune_predicted(trial, skip)
         twin = prediction.learning_twin(self.optuna, trial.number, config)
         result = self._measure(trial, config, curve=twin is None)
         return self._score(trial, scoring.with_twin_curve(trial, result, twin))

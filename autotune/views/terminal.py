@@ -22,6 +22,7 @@ from autotune.analysis.head_to_head import Confirmation, ratio_text
 from autotune.analysis.profile import BREAKDOWN_COMPONENTS, input_verdict
 from autotune.exceptions import TrialFailure
 from autotune.measure import format_throughput
+from autotune.store.predicted import predicted_from
 from autotune.store.result import RunResult
 from autotune.store.schema import CURVE_FROM_ATTR
 
@@ -233,6 +234,8 @@ def trial_line(row: TrialRow, memory: bool = False) -> str:
     if row.state == "failed":
         return f"{head}  [red]failed ({safe(row.failure_kind)})[/]: {safe(row.reason)}"
     throughput = format_throughput(row.throughput) if row.throughput else ""
+    if row.state == "pruned" and predicted_from(row.user_attrs) is not None:
+        return f"{head}  [magenta]skipped, not run[/]: {safe(row.reason)}"
     if row.state == "pruned":
         return f"{head}  {throughput}  [yellow]pruned[/]: {safe(row.reason)}"
     verdict = (

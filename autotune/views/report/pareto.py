@@ -7,6 +7,7 @@ import html
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from autotune.store.predicted import predicted_from, sources_text
 from autotune.store.records import StudyRecords, TrialRow
 from autotune.views import _plotly
 from autotune.views.report._style import _COLORS, _empty_note, _hover, _shorten, point_key
@@ -109,7 +110,7 @@ def pareto_info(records: StudyRecords) -> ParetoInfo:
                 UnplottedTrial(row.number, f"repeat of trial {row.duplicate_of}", _why(row))
             )
         elif point is None:
-            info.not_plotted.append(UnplottedTrial(row.number, row.state, _why(row)))
+            info.not_plotted.append(UnplottedTrial(row.number, _unplotted(row), _why(row)))
         elif row.state == "pruned" or point.fidelity is None:
             info.pruned.append(point)
         elif row.number in front:
@@ -120,6 +121,12 @@ def pareto_info(records: StudyRecords) -> ParetoInfo:
             info.infeasible.append(point)
     info.pareto.sort(key=lambda p: (-p.throughput, p.number or 0))
     return info
+
+
+def _unplotted(row: TrialRow) -> str:
+    """'pruned', or 'predicted infeasible from trials 2, 5' for a trial skipped so."""
+    sources = predicted_from(row.user_attrs)
+    return row.state if sources is None else f"predicted infeasible from {sources_text(sources)}"
 
 
 def _why(row: TrialRow) -> str:
