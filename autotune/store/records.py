@@ -267,6 +267,10 @@ class StudyRecords:
     def _confirmed(self, confirmation: Confirmation, limit: float) -> Recipe:
         details: dict[str, Any] = {
             "rounds": confirmation.rounds,
+            "completed_rounds": confirmation.completed_rounds,
+            "sequential": confirmation.sequential,
+            "one_sided_coverage": confirmation.one_sided_coverage,
+            "processes": confirmation.process_count,
             "seeds": list(confirmation.seeds),
             "baseline_samples_per_second": list(confirmation.baseline_samples_per_second),
             "candidates": [v.to_dict() for v in confirmation.verdicts(limit)],

@@ -363,10 +363,17 @@ def show_recipe(console: Console, recipe: Recipe) -> None:
     confirmation = recipe.confirmation or {}
     if confirmation.get("ratio"):
         ratio = confirmation["ratio"]
+        rounds = confirmation["rounds"]
+        over = (
+            f"{rounds}" if ratio.get("n", rounds) >= rounds else f"{ratio['n']} of at most {rounds}"
+        )
+        processes = (
+            f", {confirmation['processes']} processes" if "processes" in confirmation else ""
+        )
         table.add_row(
             "speed-up",
             f"{ratio['median']:.2f}x (CI {ratio['low']:.2f}-{ratio['high']:.2f}, confirmed "
-            f"over {confirmation['rounds']} rounds head to head)",
+            f"over {over} rounds head to head{processes})",
         )
     elif recipe.is_baseline:
         table.add_row("speed-up", "1.00x (the baseline itself)")
@@ -383,8 +390,9 @@ def confirmation_table(confirmation: Confirmation, tolerance: float) -> Table:
     """Every confirmed candidate: its paired speed-up over the baseline with its interval, its
     fidelity over seeds (mean and range) and the verdict."""
     table = Table(
-        title=f"Confirmation: {confirmation.completed_rounds} of {confirmation.rounds} rounds "
-        f"head to head, seeds {list(confirmation.seeds)}"
+        title=f"Confirmation: {confirmation.completed_rounds} of at most {confirmation.rounds} "
+        f"rounds head to head, seeds {list(confirmation.seeds)}; {confirmation.process_count} "
+        f"processes; faster beyond noise at {confirmation.one_sided_coverage:.1%} one-sided"
     )
     for name in ("#", "configuration", "speed-up (CI)", "fidelity (range)", "verdict"):
         table.add_column(name, justify="right" if name == "#" else "left", overflow="fold")
@@ -412,7 +420,7 @@ def attribution_table(confirmation: Confirmation) -> Table | None:
         return None
     table = Table(
         title=f"Where trial {attribution.trial}'s speed-up comes from "
-        f"({attribution.completed_rounds} rounds, each setting reverted alone)"
+        f"({attribution.completed_rounds} rounds, each setting reverted alone until settled)"
     )
     for name in ("setting", "speed with it reverted (CI)", "verdict"):
         table.add_column(name, overflow="fold")
