@@ -412,7 +412,7 @@ class Confirmation:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "format": CONFIRMATION_FORMAT,
+            "format": CONFIRMATION_FORMAT if self.sequential else 1,
             "rounds": self.rounds,
             "seeds": list(self.seeds),
             "baseline_config": self.baseline_config.to_dict(),
