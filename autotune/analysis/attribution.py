@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autotune import settings
+from autotune.analysis import sequential
 from autotune.config import TrialConfig
 from autotune.measure import Estimate, summarize
 
@@ -72,6 +73,7 @@ class Attribution:
         reverted_samples_per_second: each reversion's median throughput in each round.
         failed: settings whose reversion failed to run (they carry the speed-up: the winner
             cannot do without them).
+        rounds: the most rounds, sequential; None (stored before): every setting every round.
     """
 
     trial: int
@@ -79,6 +81,7 @@ class Attribution:
     winner_samples_per_second: tuple[float, ...] = ()
     reverted_samples_per_second: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     failed: tuple[str, ...] = ()
+    rounds: int | None = None
 
     @property
     def completed_rounds(self) -> int:
@@ -86,16 +89,45 @@ class Attribution:
 
     def ratio(self, setting: str) -> Estimate | None:
         """samples/s with ``setting`` reverted over the winner's, paired by round (median and
-        interval); None before a round."""
+        interval; its rounds are the first ones when sequential); None before a round."""
         runs = self.reverted_samples_per_second.get(setting, ())
-        if setting in self.failed or not runs or len(runs) != self.completed_rounds:
+        if setting in self.failed or not runs:
             return None
-        return summarize([r / w for r, w in zip(runs, self.winner_samples_per_second, strict=True)])
+        if self.rounds is None and len(runs) != self.completed_rounds:
+            return None
+        return summarize(
+            [r / w for r, w in zip(runs, self.winner_samples_per_second, strict=False)]
+        )
+
+    def _speed_ups(self, setting: str) -> list[float]:
+        runs = self.reverted_samples_per_second.get(setting, ())
+        return [w / r for w, r in zip(self.winner_samples_per_second, runs, strict=False) if r > 0]
 
     def carries(self, setting: str) -> bool:
-        """Whether reverting ``setting`` is slower beyond noise (unmeasured: it carries)."""
+        """Whether reverting ``setting`` is slower beyond noise (unmeasured, or not settled
+        yet: it carries)."""
         ratio = self.ratio(setting)
-        return ratio is None or ratio.high < 1.0
+        if ratio is None:
+            return True
+        if self.rounds is None:
+            return ratio.high < 1.0
+        gains = self._speed_ups(setting)
+        return sequential.passes(gains, self.rounds) or sequential.can_pass(gains, self.rounds)
+
+    def measuring(self) -> tuple[str, ...]:
+        """The settings the next round measures: measured every round so far, and not settled."""
+        if self.rounds is None:
+            return tuple(s for s in self.settings if s not in self.failed)
+        done = self.completed_rounds
+        if done >= self.rounds:
+            return ()
+        return tuple(
+            s
+            for s in self.settings
+            if s not in self.failed
+            and len(self.reverted_samples_per_second.get(s, ())) == done
+            and (done == 0 or sequential.open_verdict(self._speed_ups(s), self.rounds))
+        )
 
     def within_noise(self) -> tuple[str, ...]:
         return tuple(s for s in self.settings if not self.carries(s))
@@ -122,6 +154,7 @@ class Attribution:
                 k: list(v) for k, v in self.reverted_samples_per_second.items()
             },
             "failed": list(self.failed),
+            "rounds": self.rounds,
         }
 
     @classmethod
@@ -135,6 +168,7 @@ class Attribution:
                 for k, v in (data.get("reverted_samples_per_second") or {}).items()
             },
             failed=tuple(str(s) for s in data.get("failed", [])),
+            rounds=int(data["rounds"]) if data.get("rounds") is not None else None,
         )
 
     def rows(self) -> list[dict[str, Any]]:

@@ -11,12 +11,18 @@ paired with that round's baseline::
 
 and its speed-up is the median of the ratios with the distribution-free order-statistic interval
 of :func:`autotune.measure.summarize` (6 rounds give [min, max] with 96.9% coverage; 5 would give
-93.8%). Each candidate's curve is also trained with more seeds; its fidelity is the mean over
-all its seeds (seed s against the baseline's seed s), reported with the range.
+93.8%). The rounds are sequential (:mod:`autotune.analysis.sequential`): ``rounds`` is the most
+that run; a candidate that can no longer be faster beyond noise drops out at once, one whose
+interval lies above 1 from :func:`~autotune.analysis.sequential.first_look` on (5 of 6 rounds)
+stops once its rank among the others is settled, and the rounds end when no candidate is left
+running. A "faster beyond noise" then holds at the procedure's one-sided coverage (96.9% for at
+most 6 rounds; 98.4% for 6 fixed rounds, the format-1 confirmations stored before).
 
-The winner is the fastest candidate (by median ratio) whose whole ratio interval lies above 1
-and whose mean fidelity is within the tolerance; when there is none, the answer is that no
-configuration beat the baseline beyond noise. The winner's settings are then attributed
+Each candidate that could win has its curve trained with more seeds, fastest first, until one is
+within the tolerance; its fidelity is the mean over all its seeds (seed s against the baseline's
+seed s), reported with the range. The winner is the fastest candidate (by median ratio) faster
+beyond noise whose mean fidelity is within the tolerance; when there is none, the answer is that
+no configuration beat the baseline beyond noise. The winner's settings are then attributed
 (:mod:`autotune.analysis.attribution`): those whose effect is within noise go back to the baseline's
 values, and that minimal recipe is recommended once it is confirmed against the baseline the
 same way; otherwise the winner is. No TensorFlow here.
@@ -29,17 +35,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from autotune.analysis import sequential
 from autotune.analysis.attribution import Attribution
 from autotune.config import TrialConfig
 from autotune.measure import Estimate, summarize
 
 #: Candidates confirmed by default: the fastest feasible Pareto trials.
 DEFAULT_TOP = 3
-#: Head-to-head rounds by default (6: the smallest number whose [min, max] covers 95%).
+#: Head-to-head rounds at most by default (6: the smallest number whose [min, max] covers 95%).
 DEFAULT_ROUNDS = 6
 #: Extra curve seeds for each candidate (seed 0 is the search's own curve).
 EXTRA_SEEDS = (1, 2)
-CONFIRMATION_FORMAT = 1
+#: 2: sequential rounds (fewer for a candidate settled early) and a process count; 1: fixed rounds.
+CONFIRMATION_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -138,11 +146,19 @@ class Confirmation:
     """The head-to-head confirmation of a study's top candidates.
 
     Attributes:
-        rounds: rounds asked for.
-        seeds: the curve seeds every candidate is judged on (0 and the extra ones).
+        rounds: rounds at most (all of them when not ``sequential``).
+        seeds: the curve seeds every candidate that could win is judged on (0 and the extra ones).
         baseline_config: the baseline's configuration.
-        baseline_samples_per_second: the baseline's median throughput in each completed round.
+        baseline_samples_per_second: the baseline's median throughput in each completed round;
+            a candidate's rounds are the first ``len(candidate.samples_per_second)`` of these.
         candidates: the candidates, fastest (in the search) first.
+        sequential: rounds stop once the decision is settled (format 2); False for a stored
+            format-1 confirmation, whose every candidate ran every round.
+        curve_tolerance: the fidelity tolerance the curves stop at (once the fastest candidate
+            faster beyond noise is within it, slower ones are not curved); None: every candidate
+            faster beyond noise is curved.
+        processes: fresh processes run for it (each a throughput or a curve run); None when
+            stored before they were counted (:attr:`process_count` estimates them then).
     """
 
     rounds: int
@@ -154,23 +170,133 @@ class Confirmation:
     minimal: Candidate | None = None
     minimal_baseline_samples_per_second: tuple[float, ...] = ()
     attribution_done: bool = False
+    sequential: bool = True
+    curve_tolerance: float | None = None
+    processes: int | None = None
 
     @property
     def completed_rounds(self) -> int:
         return len(self.baseline_samples_per_second)
 
+    # ------------------------------------------------------------------ sequential rounds
+    def ratios(self, candidate: Candidate, baseline: Sequence[float] | None = None) -> list[float]:
+        """``candidate``'s per-round ratios over the baseline, paired by round (its rounds are
+        the first ones)."""
+        base = self.baseline_samples_per_second if baseline is None else baseline
+        return [c / b for c, b in zip(candidate.samples_per_second, base, strict=False) if b > 0]
+
+    def passes(self, candidate: Candidate, baseline: Sequence[float] | None = None) -> bool:
+        """Whether ``candidate`` is faster than the baseline beyond noise at its rounds."""
+        ratios = self.ratios(candidate, baseline)
+        return candidate.failure is None and sequential.passes(ratios, self.rounds, self.sequential)
+
+    def running(self, candidate: Candidate, baseline: Sequence[float] | None = None) -> bool:
+        """Whether ``candidate`` ran every round so far and more could change its verdict."""
+        base = self.baseline_samples_per_second if baseline is None else baseline
+        n = len(candidate.samples_per_second)
+        if candidate.failure is not None or n != len(base) or n >= self.rounds:
+            return False
+        return sequential.open_verdict(self.ratios(candidate, base), self.rounds)
+
+    def _bounds(self, candidate: Candidate, live: bool) -> tuple[float, float]:
+        return sequential.median_bounds(self.ratios(candidate), self.rounds, live)
+
+    def active(self) -> tuple[int, ...]:
+        """The candidate trials the next round measures: those whose verdict is open, and those
+        faster beyond noise whose rank against another that may be is not settled yet."""
+        if not self.sequential:
+            return tuple(c.trial for c in self.candidates if c.failure is None)
+        level = self.completed_rounds
+        fresh = {
+            c.trial: len(c.samples_per_second) == level and level < self.rounds
+            for c in self.candidates
+        }
+        open_ = {c.trial for c in self.candidates if self.running(c)}
+        contenders = [c for c in self.candidates if c.trial in open_ or self.passes(c)]
+        bounds = {c.trial: self._bounds(c, fresh[c.trial]) for c in contenders}
+        unranked = {
+            c.trial
+            for c in contenders
+            if fresh[c.trial]
+            and any(
+                not sequential.ranked_apart(bounds[c.trial], bounds[o.trial])
+                for o in contenders
+                if o.trial != c.trial
+            )
+        }
+        return tuple(c.trial for c in contenders if c.trial in open_ | unranked)
+
+    @property
+    def rounds_done(self) -> bool:
+        """No more rounds run: every one did, or no candidate is left to measure."""
+        return self.completed_rounds >= self.rounds or (
+            self.sequential and self.completed_rounds > 0 and not self.active()
+        )
+
+    # ---------------------------------------------------------------------------- curves
+    def curve_queue(self) -> tuple[Candidate, ...]:
+        """The candidates whose curves decide the winner, fastest (median ratio) first: every
+        one faster beyond noise, or, with a :attr:`curve_tolerance`, those up to the first whose
+        mean fidelity over all seeds is within it (format 1: every candidate)."""
+        if not self.sequential:
+            return tuple(c for c in self.candidates if c.failure is None)
+        faster = sorted(
+            (c for c in self.candidates if self.passes(c)),
+            key=lambda c: (-statistics.median(self.ratios(c)), c.trial),
+        )
+        queue = []
+        for candidate in faster:
+            queue.append(candidate)
+            values = [candidate.fidelity.get(s) for s in self.seeds]
+            if (
+                self.curve_tolerance is not None
+                and None not in values
+                and statistics.fmean(v for v in values if v is not None) <= self.curve_tolerance
+            ):
+                break
+            if not set(self.seeds) <= set(candidate.fidelity):
+                break  # its curves come first: whether more are needed depends on them
+        return tuple(queue)
+
+    def next_curve(self) -> tuple[int, int] | None:
+        """(trial, seed) of the next curve to train, or None when the curves are done."""
+        for candidate in self.curve_queue():
+            for seed in self.seeds:
+                if candidate.failure is None and seed not in candidate.fidelity:
+                    return candidate.trial, seed
+        return None
+
     @property
     def candidates_complete(self) -> bool:
-        """Every round ran, and every candidate still in has a fidelity for every seed."""
-        return self.completed_rounds >= self.rounds and all(
-            c.failure is not None or set(self.seeds) <= set(c.fidelity) for c in self.candidates
-        )
+        """The rounds are done, and every candidate that could win has a fidelity per seed."""
+        return self.rounds_done and self.next_curve() is None
 
     @property
     def complete(self) -> bool:
         """The candidates are confirmed and the winner's settings attributed (at once for a
         confirmation without candidates: nothing feasible to confirm)."""
         return not self.candidates or (self.candidates_complete and self.attribution_done)
+
+    @property
+    def one_sided_coverage(self) -> float:
+        """The one-sided confidence of each "faster beyond noise" verdict (see
+        :mod:`autotune.analysis.sequential`)."""
+        return sequential.one_sided_coverage(self.rounds, self.sequential)
+
+    @property
+    def process_count(self) -> int:
+        """Fresh processes run for this confirmation: as counted, or, for one stored before
+        they were counted, one per stored measurement (the failed runs too)."""
+        if self.processes is not None:
+            return self.processes
+        runs = self.completed_rounds + len(self.minimal_baseline_samples_per_second)
+        for c in (*self.candidates, *((self.minimal,) if self.minimal else ())):
+            runs += len(c.samples_per_second) + (c.failure is not None)
+            runs += len([s for s in c.fidelity if s != self.seeds[0]])
+        if self.attribution is not None:
+            runs += self.attribution.completed_rounds + len(self.attribution.failed)
+            runs += sum(len(v) for v in self.attribution.reverted_samples_per_second.values())
+        return runs
 
     def same_plan(self, trials: Sequence[int], rounds: int, seeds: Sequence[int]) -> bool:
         """Whether this confirmation is of these candidate trials, rounds and seeds."""
@@ -192,19 +318,28 @@ class Confirmation:
 
     def _judge(self, candidate: Candidate, baseline: Sequence[float], tolerance: float) -> Verdict:
         ratio = None
-        if candidate.samples_per_second and len(candidate.samples_per_second) == len(baseline):
-            ratio = paired_ratio(candidate.samples_per_second, baseline)
+        n = len(candidate.samples_per_second)
+        if n and (n <= len(baseline) if self.sequential else n == len(baseline)):
+            ratio = paired_ratio(candidate.samples_per_second, baseline[:n])
         values = [candidate.fidelity[s] for s in self.seeds if s in candidate.fidelity]
         mean = statistics.fmean(values) if values else None
         low, high = (min(values), max(values)) if values else (None, None)
+        curved = set(self.seeds) <= set(candidate.fidelity)
+        stopped = self.sequential and n < self.rounds and not self.running(candidate, baseline)
         if candidate.failure is not None:
             text, eligible = f"failed: {candidate.failure}", False
         elif ratio is None:
             text, eligible = "not measured yet", False
         elif mean is not None and mean > tolerance:
             text, eligible = f"over the fidelity tolerance {tolerance:g}", False
-        elif ratio.low > 1.0:
-            text, eligible = "faster beyond noise", mean is not None
+        elif self.passes(candidate, baseline):
+            text, eligible = "faster beyond noise", mean is not None and curved
+            if not curved and self.rounds_done and self.next_curve() is None:
+                text += "; not curved (a faster candidate won)"
+        elif stopped:
+            text, eligible = f"not faster beyond noise (stopped after {n} of {self.rounds})", False
+        elif ratio.low > 1.0 and n < self.rounds:
+            text, eligible = "faster so far (more rounds needed)", False
         elif ratio.high < 1.0:
             text, eligible = "slower than the baseline", False
         else:
@@ -248,7 +383,7 @@ class Confirmation:
         if best is None or best.ratio is None:
             return (
                 f"no configuration beat the baseline beyond noise ({len(self.candidates)} "
-                f"candidate(s), {self.rounds} rounds head to head); keep the baseline"
+                f"candidate(s), {self._rounds_text()} head to head); keep the baseline"
             )
         ratio = best.ratio
         what = f"trial {best.candidate.trial}"
@@ -256,7 +391,8 @@ class Confirmation:
             what += f" with {', '.join(self._reverted())} at the baseline's value (minimal recipe)"
         text = (
             f"{what}: {ratio.median:.2f}x the baseline ({_coverage(ratio)} "
-            f"{ratio.low:.2f}-{ratio.high:.2f}, {self.rounds} rounds head to head), fidelity "
+            f"{ratio.low:.2f}-{ratio.high:.2f}, {self._rounds_text(ratio.n)} head to head; faster "
+            f"beyond noise at {self.one_sided_coverage:.1%} one-sided), fidelity "
             f"{best.fidelity_mean:.2f} over seeds {list(self.seeds)} (range "
             f"{best.fidelity_low:.2f}-{best.fidelity_high:.2f})"
         )
@@ -264,12 +400,19 @@ class Confirmation:
             text += f"; speed-up {self.attribution.describe()}"
         return text
 
+    def _rounds_text(self, n: int | None = None) -> str:
+        """'6 rounds', or '5 of at most 6 rounds' when the rounds stopped early."""
+        done = self.completed_rounds if n is None else n
+        if done >= self.rounds:
+            return f"{self.rounds} rounds"
+        return f"{done} of at most {self.rounds} rounds"
+
     def _reverted(self) -> tuple[str, ...]:
         return self.attribution.within_noise() if self.attribution is not None else ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "format": CONFIRMATION_FORMAT,
+            "format": CONFIRMATION_FORMAT if self.sequential else 1,
             "rounds": self.rounds,
             "seeds": list(self.seeds),
             "baseline_config": self.baseline_config.to_dict(),
@@ -279,6 +422,9 @@ class Confirmation:
             "minimal": self.minimal.to_dict() if self.minimal else None,
             "minimal_baseline_samples_per_second": list(self.minimal_baseline_samples_per_second),
             "attribution_done": self.attribution_done,
+            "sequential": self.sequential,
+            "curve_tolerance": self.curve_tolerance,
+            "processes": self.processes,
         }
 
     @classmethod
@@ -301,6 +447,12 @@ class Confirmation:
                 float(v) for v in data.get("minimal_baseline_samples_per_second", [])
             ),
             attribution_done=bool(data.get("attribution_done", False)),
+            # format 1 (no "sequential" key) ran every round for every candidate
+            sequential=bool(data.get("sequential", False)),
+            curve_tolerance=(
+                float(data["curve_tolerance"]) if data.get("curve_tolerance") is not None else None
+            ),
+            processes=int(data["processes"]) if data.get("processes") is not None else None,
         )
 
 

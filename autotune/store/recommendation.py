@@ -45,6 +45,9 @@ class SpeedFigures:
             per-round ratios, which may differ a little from ``throughput / baseline``.
         ratio: the confirmed paired ratio with its interval; None when unconfirmed.
         rounds: the confirmation rounds the figures come from; None for search-phase figures.
+        max_rounds: the rounds a sequential confirmation could have run (it stops once the
+            decision cannot change); None when not stored.
+        processes: the fresh processes the confirmation ran; None when not stored.
         is_baseline: whether the recommendation is the baseline configuration.
     """
 
@@ -54,6 +57,8 @@ class SpeedFigures:
     ratio: Estimate | None = None
     rounds: int | None = None
     is_baseline: bool = False
+    max_rounds: int | None = None
+    processes: int | None = None
 
     @property
     def confirmed(self) -> bool:
@@ -66,7 +71,15 @@ class SpeedFigures:
         if self.is_baseline:
             return "1.00x (the baseline itself)"
         if self.ratio is not None and self.rounds is not None:
-            return f"{ratio_text(self.ratio)}, confirmed over {self.rounds} rounds head to head"
+            rounds = (
+                f"{self.rounds} of at most {self.max_rounds}"
+                if self.max_rounds is not None and self.max_rounds > self.rounds
+                else f"{self.rounds}"
+            )
+            processes = f", {self.processes} processes" if self.processes is not None else ""
+            return (
+                f"{ratio_text(self.ratio)}, confirmed over {rounds} rounds head to head{processes}"
+            )
         if self.speedup is None:
             return "not measured"
         return f"{self.speedup:.2f}x ({UNCONFIRMED})"
@@ -106,7 +119,9 @@ def figures_of(recipe: Recipe) -> SpeedFigures:
     confirmation = recipe.confirmation or {}
     ratio = _estimate(confirmation.get("ratio"))
     measured = bool(confirmation.get("baseline_samples_per_second"))
-    rounds = int(confirmation["rounds"]) if measured and "rounds" in confirmation else None
+    stored_rounds = confirmation.get("completed_rounds", confirmation.get("rounds"))
+    rounds = int(stored_rounds) if measured and stored_rounds is not None else None
+    processes = confirmation.get("processes")
     return SpeedFigures(
         throughput=_estimate(recipe.throughput),
         baseline=_estimate(recipe.baseline_throughput),
@@ -114,6 +129,8 @@ def figures_of(recipe: Recipe) -> SpeedFigures:
         ratio=ratio,
         rounds=rounds if ratio is not None or recipe.is_baseline else None,
         is_baseline=recipe.is_baseline,
+        max_rounds=int(confirmation["rounds"]) if "rounds" in confirmation else None,
+        processes=int(processes) if isinstance(processes, int) else None,
     )
 
 
@@ -196,6 +213,10 @@ def _confirmed(records: StudyRecords, confirmation: Confirmation, limit: float) 
     confirmation's paired ratio as its speed-up and its rounds' medians as its throughputs."""
     details: dict[str, Any] = {
         "rounds": confirmation.rounds,
+        "completed_rounds": confirmation.completed_rounds,
+        "sequential": confirmation.sequential,
+        "one_sided_coverage": confirmation.one_sided_coverage,
+        "processes": confirmation.process_count,
         "seeds": list(confirmation.seeds),
         "baseline_samples_per_second": list(confirmation.baseline_samples_per_second),
         "candidates": [v.to_dict() for v in confirmation.verdicts(limit)],

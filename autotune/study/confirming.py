@@ -1,12 +1,15 @@
 """Running a study's confirmation (the method is in :mod:`autotune.analysis.head_to_head`).
 
 The candidates are the top feasible Pareto trials, fastest first. Each round runs every
-candidate still in, then the baseline, each in a fresh process measuring throughput only
+candidate still measured (:meth:`Confirmation.active`: the rounds are sequential and stop once
+the decision is settled), then the baseline, each in a fresh process measuring throughput only
 (no curve, no ablation, no profile); the confirmation is stored in the study after each round,
 so a resumed study continues with the next round and one already done is never repeated. A
-round cut short is run again whole. Then each candidate's curve is trained with the extra seeds,
-one stored run at a time. A candidate whose run fails drops out with the failure recorded; a
-failed baseline run stops the confirmation (the same command resumes it).
+round cut short is run again whole. Then the curves of the candidates that could win are trained
+with the extra seeds, fastest first until one is within the tolerance, one stored run at a time.
+A candidate whose run fails drops out with the failure recorded; a failed baseline run stops the
+confirmation (the same command resumes it). Every process started is counted
+(:attr:`Confirmation.processes`).
 """
 
 from __future__ import annotations
@@ -118,7 +121,15 @@ def start(
         for r in trials
         if r.config is not None
     )
-    return Confirmation(rounds, tuple(seeds), records.baseline.config, (), candidates)
+    return Confirmation(
+        rounds,
+        tuple(seeds),
+        records.baseline.config,
+        (),
+        candidates,
+        curve_tolerance=records.tolerance,
+        processes=0,
+    )
 
 
 def confirm(
@@ -158,23 +169,32 @@ class Confirmer:
         self.run = run
         self.log_root = log_root / "confirmation"
         self.on_progress = on_progress or (lambda line: None)
+        self.processes = 0
 
     def __call__(self, confirmation: Confirmation, settings: RunSettings) -> Confirmation:
+        self.processes = confirmation.process_count
         self._store(confirmation)
-        while confirmation.completed_rounds < confirmation.rounds:
+        while not confirmation.rounds_done:
             confirmation = self._round(confirmation, speed_settings(settings))
             self._store(confirmation)
-        for candidate in confirmation.candidates:
-            for seed in confirmation.seeds:
-                if candidate.failure is None and seed not in candidate.fidelity:
-                    confirmation = self._seed_curve(confirmation, candidate.trial, seed, settings)
-                    self._store(confirmation)
-                    candidate = _find(confirmation, candidate.trial)
+        while (curve := confirmation.next_curve()) is not None:
+            confirmation = self._seed_curve(confirmation, *curve, settings)
+            self._store(confirmation)
         if not confirmation.attribution_done:
             confirmation = self._attribute(confirmation, settings)
             confirmation = dataclasses.replace(confirmation, attribution_done=True)
             self._store(confirmation)
-        return confirmation
+        return self._counted(confirmation)
+
+    def _run(self, config: TrialConfig, settings: RunSettings, folder: Path) -> RunResult:
+        """One fresh process, counted."""
+        self.processes += 1
+        return self.run(config, settings, folder)
+
+    def _counted(self, confirmation: Confirmation) -> Confirmation:
+        if confirmation.processes is None and not confirmation.sequential:
+            return confirmation  # format 1: counted from its measurements
+        return dataclasses.replace(confirmation, processes=self.processes)
 
     # ------------------------------------------------------------- attribution, minimal recipe
     def _attribute(self, confirmation: Confirmation, settings: RunSettings) -> Confirmation:
@@ -191,13 +211,14 @@ class Confirmer:
             return confirmation
         attribution = confirmation.attribution
         if attribution is None or attribution.trial != best.trial:
-            attribution = Attribution(best.trial, changed)
+            rounds = confirmation.rounds if confirmation.sequential else None
+            attribution = Attribution(best.trial, changed, rounds=rounds)
             confirmation = dataclasses.replace(
                 confirmation, attribution=attribution, minimal=None,
                 minimal_baseline_samples_per_second=(),
             )  # fmt: skip
         speed = speed_settings(settings)
-        while attribution.completed_rounds < confirmation.rounds:
+        while attribution.completed_rounds < confirmation.rounds and attribution.measuring():
             attribution = self._attribution_round(attribution, best.config, base, speed)
             confirmation = dataclasses.replace(confirmation, attribution=attribution)
             self._store(confirmation)
@@ -222,7 +243,7 @@ class Confirmer:
         where = f"attribution round {number}"
         folder = self.log_root / f"attribution_{number}_trial_{attribution.trial}"
         try:
-            speed = _speed(self.run(winner, settings, folder))
+            speed = _speed(self._run(winner, settings, folder))
         except TrialFailure as failure:
             raise StudyError(
                 f"trial {attribution.trial} failed in {where} ({_failure_text(failure)}); the "
@@ -231,13 +252,11 @@ class Confirmer:
         self.on_progress(f"{where}: trial {attribution.trial} {speed:,.0f} samples/s")
         speeds = dict(attribution.reverted_samples_per_second)
         failed = list(attribution.failed)
-        for setting in attribution.settings:
-            if setting in failed:
-                continue
+        for setting in attribution.measuring():
             config = reverted(winner, base, setting)
             try:
                 value = _speed(
-                    self.run(config, settings, folder.with_name(folder.name + f"_{setting}"))
+                    self._run(config, settings, folder.with_name(folder.name + f"_{setting}"))
                 )
             except TrialFailure as failure:
                 self.on_progress(f"{where}: without {setting}: failed ({failure.kind})")
@@ -257,16 +276,12 @@ class Confirmer:
         speed = speed_settings(settings)
         base = confirmation.baseline_config
         minimal = confirmation.minimal
-        while (
-            minimal is not None
-            and minimal.failure is None
-            and len(confirmation.minimal_baseline_samples_per_second) < confirmation.rounds
-        ):
+        while minimal is not None and self._measuring_minimal(confirmation, minimal):
             number = len(confirmation.minimal_baseline_samples_per_second) + 1
             folder = self.log_root / f"minimal_{number}"
             try:
-                value = _speed(self.run(minimal.config, speed, folder))
-                baseline = _speed(self.run(base, speed, folder.with_name(folder.name + "_base")))
+                value = _speed(self._run(minimal.config, speed, folder))
+                baseline = _speed(self._run(base, speed, folder.with_name(folder.name + "_base")))
             except TrialFailure as failure:
                 minimal = dataclasses.replace(minimal, failure=_failure_text(failure))
                 confirmation = dataclasses.replace(confirmation, minimal=minimal)
@@ -291,25 +306,38 @@ class Confirmer:
             minimal = confirmation.minimal
             if minimal is None or minimal.failure is not None or seed in minimal.fidelity:
                 continue
+            if confirmation.sequential and not confirmation.passes(
+                minimal, confirmation.minimal_baseline_samples_per_second
+            ):
+                break  # not faster beyond noise: the winner is recommended, no curve needed
             updated = self._curve(minimal, seed, settings, self.log_root / f"minimal_seed_{seed}")
             confirmation = dataclasses.replace(confirmation, minimal=updated)
             self._store(confirmation)
         return confirmation
 
+    @staticmethod
+    def _measuring_minimal(confirmation: Confirmation, minimal: Candidate) -> bool:
+        """Whether the minimal recipe's next round could change its verdict."""
+        base = confirmation.minimal_baseline_samples_per_second
+        if minimal.failure is not None or len(base) >= confirmation.rounds:
+            return False
+        return not base or not confirmation.sequential or confirmation.running(minimal, base)
+
     def _store(self, confirmation: Confirmation) -> None:
-        writer.write_confirmation(self.study, confirmation)
+        writer.write_confirmation(self.study, self._counted(confirmation))
 
     def _round(self, confirmation: Confirmation, settings: RunSettings) -> Confirmation:
         number = confirmation.completed_rounds + 1
         where = f"round {number}/{confirmation.rounds}"
         updated = []
+        active = confirmation.active()
         for candidate in confirmation.candidates:
-            if candidate.failure is not None:
+            if candidate.trial not in active:
                 updated.append(candidate)
                 continue
             folder = self.log_root / f"round_{number}_trial_{candidate.trial}"
             try:
-                speed = _speed(self.run(candidate.config, settings, folder))
+                speed = _speed(self._run(candidate.config, settings, folder))
             except TrialFailure as failure:
                 self.on_progress(f"{where}: trial {candidate.trial} failed ({failure.kind})")
                 updated.append(dataclasses.replace(candidate, failure=_failure_text(failure)))
@@ -322,7 +350,7 @@ class Confirmer:
             )
         try:
             folder = self.log_root / f"round_{number}_baseline"
-            baseline = _speed(self.run(confirmation.baseline_config, settings, folder))
+            baseline = _speed(self._run(confirmation.baseline_config, settings, folder))
         except TrialFailure as failure:
             raise StudyError(
                 f"the baseline's confirmation run failed in {where} ({_failure_text(failure)}); "
@@ -357,7 +385,7 @@ class Confirmer:
         try:
             if floor is None or not reference:
                 raise TrialFailure("exception", f"the baseline has no curve for seed {seed}")
-            result = self.run(candidate.config, curve_settings(settings, seed), folder)
+            result = self._run(candidate.config, curve_settings(settings, seed), folder)
             value = _fidelity(result, reference, floor)
         except TrialFailure as failure:
             self.on_progress(f"{what}: failed ({failure.kind})")

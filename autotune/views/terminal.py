@@ -379,8 +379,9 @@ def confirmation_table(confirmation: Confirmation, tolerance: float) -> Table:
     """Every confirmed candidate: its paired speed-up over the baseline with its interval, its
     fidelity over seeds (mean and range) and the verdict."""
     table = Table(
-        title=f"Confirmation: {confirmation.completed_rounds} of {confirmation.rounds} rounds "
-        f"head to head, seeds {list(confirmation.seeds)}"
+        title=f"Confirmation: {confirmation.completed_rounds} of at most {confirmation.rounds} "
+        f"rounds head to head, seeds {list(confirmation.seeds)}; {confirmation.process_count} "
+        f"processes; faster beyond noise at {confirmation.one_sided_coverage:.1%} one-sided"
     )
     for name in ("#", "configuration", "speed-up (CI)", "fidelity (range)", "verdict"):
         table.add_column(name, justify="right" if name == "#" else "left", overflow="fold")
@@ -408,7 +409,7 @@ def attribution_table(confirmation: Confirmation) -> Table | None:
         return None
     table = Table(
         title=f"Where trial {attribution.trial}'s speed-up comes from "
-        f"({attribution.completed_rounds} rounds, each setting reverted alone)"
+        f"({attribution.completed_rounds} rounds, each setting reverted alone until settled)"
     )
     for name in ("setting", "speed with it reverted (CI)", "verdict"):
         table.add_column(name, overflow="fold")

@@ -41,7 +41,11 @@ def unconfirmed(tmp_path_factory: pytest.TempPathFactory) -> DemoStudy:
     return build_demo_study(tmp_path_factory.mktemp("unconfirmed"))
 
 
-ANSWER = "trial 3: 6.00x the baseline (95% CI 6.00-6.00, 6 rounds head to head)"
+# A clear 6x stops after 5 of at most 6 rounds (every ratio above 1 from the first look on).
+ANSWER = (
+    "trial 3: 6.00x the baseline (94% CI 6.00-6.00, 5 of at most 6 rounds head to head; faster "
+    "beyond noise at 96.9% one-sided)"
+)
 CARRIED = "speed-up carried by batch_size, precision, jit_compile"
 
 
@@ -55,11 +59,19 @@ def cli(demo: DemoStudy, *args: str) -> str:
 def test_status_shows_the_confirmation_table_and_the_answer(confirmed: DemoStudy) -> None:
     output = cli(confirmed, "status")
 
-    assert "Confirmation: 6 of 6 rounds head to head, seeds [0, 1, 2]" in output
-    assert "6.00x (95% CI 6.00-6.00)" in output and "3.00x (95% CI 3.00-3.00)" in output
-    assert "faster beyond noise" in output
     joined = " ".join(output.split())
-    assert "Where trial 3's speed-up comes from (6 rounds, each setting reverted alone)" in joined
+    # 5 rounds of 2 candidates and the baseline, trial 3's two extra curves (trial 2 is slower:
+    # its curves could not change the answer), 5 attribution rounds of the winner and 3 reversions
+    assert (
+        "Confirmation: 5 of at most 6 rounds head to head, seeds [0, 1, 2]; 37 processes; "
+        "faster beyond noise at 96.9% one-sided" in joined
+    )
+    assert "6.00x (94% CI 6.00-6.00)" in joined and "3.00x (94% CI 3.00-3.00)" in joined
+    assert "faster beyond noise; not curved (a faster candidate won)" in joined
+    assert (
+        "Where trial 3's speed-up comes from (5 rounds, each setting reverted alone until "
+        "settled)" in joined
+    )
     assert output.count("carries the speed-up: kept") == 3  # batch size, precision, XLA
     assert f"confirmed answer: {ANSWER}" in " ".join(output.split())
     assert CARRIED in " ".join(output.split())
@@ -74,11 +86,13 @@ def test_best_json_carries_the_ratio_its_interval_and_the_rounds(confirmed: Demo
 
     assert recipe["trial"] == 3
     confirmation = recipe["confirmation"]
-    assert confirmation["rounds"] == 6
+    assert confirmation["rounds"] == 6 and confirmation["completed_rounds"] == 5
+    assert confirmation["sequential"] is True and confirmation["processes"] == 37
+    assert confirmation["one_sided_coverage"] == pytest.approx(1 - 2**-5)
     assert confirmation["ratio"]["median"] == pytest.approx(6.0)
     assert (confirmation["ratio"]["low"], confirmation["ratio"]["high"]) == pytest.approx((6, 6))
-    assert confirmation["ratio"]["confidence"] >= 0.95
-    assert confirmation["baseline_samples_per_second"] == [1000.0] * 6
+    assert confirmation["ratio"]["n"] == 5 and confirmation["ratio"]["confidence"] < 0.95
+    assert confirmation["baseline_samples_per_second"] == [1000.0] * 5
     assert [c["trial"] for c in confirmation["candidates"]] == [3, 2]
     assert [row["setting"] for row in confirmation["attribution"]] == [
         "batch_size", "precision", "jit_compile",
@@ -92,7 +106,10 @@ def test_best_shows_the_confirmed_speed_up(confirmed: DemoStudy, unconfirmed: De
     shown = " ".join(cli(confirmed, "best").split())
     plain = " ".join(cli(unconfirmed, "best").split())
 
-    assert "6.00x (95% CI 6.00-6.00), confirmed over 6 rounds head to head" in shown
+    assert (
+        "6.00x (95% CI 6.00-6.00), confirmed over 5 of at most 6 rounds head to head, "
+        "37 processes" in shown
+    )
     assert "(search phase, unconfirmed)" in plain
 
 
