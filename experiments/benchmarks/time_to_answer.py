@@ -5,16 +5,18 @@ For each experiment, each arm runs the command a user runs,
 ``autotune run EXPERIMENT --space SPACE --trials N --profile off``, in a fresh SQLite file, as a
 subprocess whose ``PYTHONPATH`` is the arm's source tree: ``before`` is the tree of git revision
 ``--before`` (extracted with ``git archive`` under ``--work``; the default is the commit before
-issue 25's changes), ``after`` the tree this script is in. The arms alternate which goes first
+issue 25's changes), ``after`` the tree this script is in, or that of ``--after`` (so the tree
+can change while the benchmark runs). The arms alternate which goes first
 from one experiment to the next, so a drift of the machine does not favour one. Each arm reports
 its wall time to the confirmed answer (the command's whole run), its processes (one per
 ``trial.log`` its runs wrote: baseline seeds, trials, confirmation rounds, seed curves,
-attribution), and its answer (``autotune best --json``): the recommended configuration and its
+attribution), the seconds its trials stopped early took (a share of the wall time: the target is
+at most 5%), and its answer (``autotune best --json``): the recommended configuration and its
 confirmed speed-up with the interval. Results are appended to results/time_to_answer.md with the
 machine, date, versions and command.
 
     python experiments/benchmarks/time_to_answer.py [--experiments tabular_mlp ...]
-        [--space cpu] [--trials 15] [--before bd20a05]
+        [--space cpu] [--trials 15] [--before bd20a05] [--after HEAD]
 """
 
 from __future__ import annotations
@@ -27,9 +29,11 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import optuna
 from provenance import append_results  # type: ignore[import-not-found]
 
 from autotune.config import TrialConfig
@@ -49,6 +53,8 @@ class ArmRun:
     wall_seconds: float
     processes: int
     answer: dict[str, Any]
+    stopped_seconds: float  # trials stopped early (pruned after running)
+    stopped: int
 
 
 def source_tree(revision: str, work: Path) -> Path:
@@ -97,7 +103,23 @@ def run_arm(arm: str, source: Path, experiment: str, args: argparse.Namespace) -
     if best.returncode != 0:
         raise SystemExit(f"{arm} {experiment}: autotune best failed: {best.stderr[-2000:]}")
     processes = sum(1 for _ in folder.rglob("trial.log"))
-    return ArmRun(arm, wall, processes, json.loads(best.stdout))
+    stopped = stopped_trials(storage)
+    return ArmRun(
+        arm, wall, processes, json.loads(best.stdout), sum(stopped, timedelta()).total_seconds(),
+        len(stopped),
+    )  # fmt: skip
+
+
+def stopped_trials(storage: str) -> list[timedelta]:
+    """How long each trial stopped early ran (pruned trials that ran a process; one skipped as
+    predicted infeasible or out of memory ran none and took no measurable time)."""
+    (summary,) = optuna.get_all_study_summaries(storage)
+    study = optuna.load_study(study_name=summary.study_name, storage=storage)
+    return [
+        trial.datetime_complete - trial.datetime_start
+        for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.PRUNED,))
+        if trial.datetime_start and trial.datetime_complete and trial.user_attrs.get("log_dir")
+    ]
 
 
 def answer_text(answer: dict[str, Any]) -> str:
@@ -130,12 +152,18 @@ def one_experiment(
         f"{args.trials} trials of the `{args.space}` space, profiling off; arms run in the "
         f"order {', '.join(order)}.",
         "",
-        "| arm | wall time to the answer (s) | processes | answer |",
-        "| --- | ---: | ---: | --- |",
+        "| arm | wall time to the answer (s) | processes | trials stopped early (s, share) "
+        "| answer |",
+        "| --- | ---: | ---: | ---: | --- |",
     ]
     for run in runs.values():
+        stopped = (
+            f"{run.stopped}: {run.stopped_seconds:,.0f} s, "
+            f"{run.stopped_seconds / run.wall_seconds:.1%}"
+        )
         lines.append(
-            f"| {run.arm} | {run.wall_seconds:,.0f} | {run.processes} | {answer_text(run.answer)} |"
+            f"| {run.arm} | {run.wall_seconds:,.0f} | {run.processes} | {stopped} "
+            f"| {answer_text(run.answer)} |"
         )
     lines += [
         "",
@@ -153,12 +181,14 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=15)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--before", default=BEFORE, help="git revision of the 'before' arm")
+    parser.add_argument("--after", help="git revision of the 'after' arm (the working tree)")
     parser.add_argument("--work", type=Path, default=Path("benchmark_runs/time_to_answer"))
     parser.add_argument("--output", type=Path, default=HERE / "results" / "time_to_answer.md")
     args = parser.parse_args()
     args.work = args.work.resolve()
-    sources = {"before": source_tree(args.before, args.work), "after": REPOSITORY}
-    sections = [f"`before`: {args.before}; `after`: the working tree."]
+    after = source_tree(args.after, args.work) if args.after else REPOSITORY
+    sources = {"before": source_tree(args.before, args.work), "after": after}
+    sections = [f"`before`: {args.before}; `after`: {args.after or 'the working tree'}."]
     sections.append("")
     for index, experiment in enumerate(args.experiments):
         sections += one_experiment(index, experiment, sources, args)
