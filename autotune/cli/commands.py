@@ -108,7 +108,8 @@ def main() -> None:
     type=click.IntRange(min=2),
     default=DEFAULT_ROUNDS,
     show_default=True,
-    help="Interleaved rounds of the confirmation (fresh processes: candidates, then baseline).",
+    help="Interleaved rounds of the confirmation at most (fresh processes: candidates, then "
+    "baseline); the rounds stop once no verdict can change.",
 )
 @click.option(
     "--json",

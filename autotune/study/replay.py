@@ -9,7 +9,8 @@ so everything but the measurement is the study's own: the structured start, the 
 it ranks stopped trials, the scoring, duplicates. Each replayed trial costs what it cost live
 (its grid wall time, when the runner was called) plus the tuner's own time in the replay.
 
-:func:`trials_to_target` and :func:`hypervolume_fraction` score a replay; the benchmark
+:func:`trials_to_target` and :func:`hypervolume_fraction` score a replay, and
+:func:`check_predictions` checks its fidelity predictions against the grid; the benchmark
 ``experiments/benchmarks/search_replay.py`` runs many seeds of several strategies
 (:data:`STRATEGIES`). No TensorFlow here.
 """
@@ -33,9 +34,13 @@ from autotune.exceptions import ConfigError, TrialFailure
 from autotune.fidelity import NoiseFloor, fidelity_distance
 from autotune.measure import Estimate
 from autotune.space import SearchSpace, space_from_dict
+from autotune.store import writer
+from autotune.store.predicted import BASELINE_NUMBER, predicted_from
 from autotune.store.result import RunResult
 from autotune.store.schema import TrialRow
 from autotune.study import Study
+from autotune.study.fidelity_prediction import Measured, noise_margin, predict
+from autotune.study.placement import Placement
 
 #: The grid file layout this module reads.
 GRID_SCHEMA = "autotune.search_grid/1"
@@ -282,12 +287,14 @@ def replay(
     reference: str | None = None,
     tolerance: float = 1.5,
     work: Path | None = None,
+    predict_fidelity: bool = True,
 ) -> list[ReplayedTrial]:
     """Replays one search of ``budget`` trials with ``strategy`` (a name in
     :data:`STRATEGIES`) and ``seed`` against ``grid``. ``reference`` is the experiment (default:
     the bundled one the grid is named after); ``work`` a folder for the replay's storage and
-    logs (default: a temporary one, removed). Raises ImportError for a strategy whose sampler
-    needs a library not installed (GP: PyTorch)."""
+    logs (default: a temporary one, removed); ``predict_fidelity`` False measures every proposal,
+    one the measured trials rule out too (the method before the fidelity prediction). Raises
+    ImportError for a strategy whose sampler needs a library not installed (GP: PyTorch)."""
     if strategy not in STRATEGIES:
         raise ConfigError(f"strategy must be one of {list(STRATEGIES)}. Received: {strategy!r}")
     start, make_sampler = STRATEGIES[strategy]
@@ -295,10 +302,11 @@ def replay(
     if strategy == "gp" and importlib.util.find_spec("torch") is None:
         # GPSampler would fail later, inside a trial, and the study would record a failure.
         raise ImportError("Optuna's GPSampler needs PyTorch, which is not installed")
+    run = (grid, start, sampler, seed, budget, reference, tolerance)
     if work is None:
         with tempfile.TemporaryDirectory(prefix="autotune_replay_") as folder:
-            return _replay(grid, start, sampler, seed, budget, reference, tolerance, Path(folder))
-    return _replay(grid, start, sampler, seed, budget, reference, tolerance, work)
+            return _replay(*run, Path(folder), predict_fidelity)
+    return _replay(*run, work, predict_fidelity)
 
 
 def _replay(
@@ -310,6 +318,7 @@ def _replay(
     reference: str | None,
     tolerance: float,
     work: Path,
+    predict_fidelity: bool,
 ) -> list[ReplayedTrial]:
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     runner = TableRunner(grid)
@@ -327,6 +336,7 @@ def _replay(
         log_root=work / "logs",
         profile_mode="off",
         max_consecutive_failures=budget + 1,
+        placement=Placement(shared=True),  # a table answers: no core to claim from real trials
     )
     if study.experiment.base_batch_size != grid.baseline_config.batch_size:
         raise ConfigError(
@@ -345,6 +355,7 @@ def _replay(
         clock.update(last=now, calls=len(runner.calls))
 
     study.anchor_every = None  # a grid was measured once: there is no drift to anchor
+    writer.write_fidelity_prediction(study.optuna, predict_fidelity)
     study.add_listener(record)
     study.ensure_baseline()
     clock["last"] = time.monotonic()
@@ -360,6 +371,55 @@ def trials_to_target(trials: Sequence[ReplayedTrial], target: float) -> int | No
         if throughput is not None and throughput >= target:
             return count
     return None
+
+
+@dataclass(frozen=True)
+class PredictionCheck:
+    """A replay's fidelity predictions checked against its grid.
+
+    Attributes:
+        proposals: the replay's trials.
+        predicted: trials skipped as predicted infeasible (no process run).
+        wrong: of those, the ones the grid measured feasible (fidelity within the tolerance).
+        unverified: of those, the ones the grid has no fidelity for (stopped early or failed).
+        ruled_out_run: trials run although the complete trials before them (and the baseline)
+            already predicted them infeasible: proposals spent on what was known.
+    """
+
+    proposals: int
+    predicted: int
+    wrong: int
+    unverified: int
+    ruled_out_run: int
+
+
+def check_predictions(
+    trials: Sequence[ReplayedTrial], grid: Grid, tolerance: float = 1.5
+) -> PredictionCheck:
+    """Checks ``trials``' fidelity predictions against ``grid``'s measured fidelities, and counts
+    the trials run where the trials before them (by the same rule,
+    :func:`autotune.study.fidelity_prediction.predict`) had already ruled them out."""
+    scores = grid.scores()
+    margin = noise_margin(NoiseFloor.from_dict(grid.baseline["noise_floor"]))
+    known = [Measured(BASELINE_NUMBER, grid.baseline_config, 0.0)]
+    predicted = wrong = unverified = ruled_out_run = 0
+    for trial in trials:
+        row = trial.row
+        if row.config is None:
+            continue
+        if predicted_from(row.user_attrs) is not None:
+            predicted += 1
+            score = scores.get(_key(row.config))
+            if score is None:
+                unverified += 1
+            elif score[1] <= tolerance:
+                wrong += 1
+            continue
+        if trial.measured and predict(known, row.config, tolerance, margin) is not None:
+            ruled_out_run += 1
+        if row.state == "complete" and row.fidelity is not None:
+            known.append(Measured(row.number, row.config, row.fidelity))
+    return PredictionCheck(len(trials), predicted, wrong, unverified, ruled_out_run)
 
 
 def seconds_to(trials: Sequence[ReplayedTrial], count: int) -> float:
@@ -406,8 +466,10 @@ __all__ = [
     "STRATEGIES",
     "Grid",
     "GridEntry",
+    "PredictionCheck",
     "ReplayedTrial",
     "TableRunner",
+    "check_predictions",
     "hypervolume",
     "hypervolume_fraction",
     "replay",

@@ -20,7 +20,14 @@ Reported per experiment and strategy, over the seeds:
 - the share of the live wall time spent in trials stopped early: until the target was reached
   (median over seeds; the whole budget for a search that never reached it), and over all the
   trials (a budget larger than the grid ends by measuring every trap in it);
+- the fidelity prediction (:mod:`autotune.study.fidelity_prediction`) checked against the grid
+  (:func:`autotune.study.replay.check_predictions`): the share of the proposals skipped as
+  predicted infeasible, how many of those the grid measured feasible (wrong), and the share of
+  proposals run although the trials before them already ruled them out;
 - the tuner's own time per trial (the replay's time: sampler, storage, scoring).
+
+The study's own set-up is replayed twice: as it is ("autotune") and with the fidelity prediction
+off ("autotune, no prediction": every proposal run, the method before it), on the same seeds.
 
 Random search, Optuna's default TPE (10 random start-up trials) and NSGA-II (a random first
 generation) draw the same first configurations for the same seed, so their early figures agree.
@@ -52,6 +59,7 @@ from autotune.study.replay import (
     STRATEGIES,
     Grid,
     ReplayedTrial,
+    check_predictions,
     hypervolume_fraction,
     replay,
     seconds_to,
@@ -63,6 +71,8 @@ EXPERIMENTS = ("digits_cnn", "tabular_mlp", "transformer")
 TOLERANCE = 1.5
 TARGET = 0.95
 CHECKPOINTS = (5, 10, 20, 30)
+#: The study's own strategy with the fidelity prediction off: the method before it.
+NO_PREDICTION = "autotune, no prediction"
 
 
 def _quantiles(values: Sequence[float]) -> tuple[float, float]:
@@ -96,12 +106,19 @@ def strategy_row(
         for s, r in zip(searches, reached, strict=True)
     ]
     trials = sum(len(s) for s in searches)
+    checks = [check_predictions(s, grid, TOLERANCE) for s in searches]
+    predicted = sum(c.predicted for c in checks)
+    wrong = sum(c.wrong for c in checks)
+    unverified = sum(c.unverified for c in checks)
+    unchecked = f", {unverified} unverified" if unverified else ""
+    spent = sum(c.ruled_out_run for c in checks)
     return (
         f"| {name} | {_count(median_count, budget)} | {_count(worst_count, budget)} | "
         f"{median_wall:.0f} | {worst_wall:.0f} | {' | '.join(volumes)} | "
         f"{100 * statistics.median(to_target):.0f}% | "
         f"{100 * _stopped_share([t for s in searches for t in s]):.0f}% | "
-        f"{1e3 * seconds / trials:.0f} ms |"
+        f"{100 * predicted / trials:.0f}% ({wrong} wrong{unchecked}) | "
+        f"{100 * spent / trials:.0f}% | {1e3 * seconds / trials:.0f} ms |"
     )
 
 
@@ -140,19 +157,25 @@ def one_experiment(
     lines += [
         "| strategy | trials to 95%: median | worst | seconds to 95%: median | worst | "
         + " | ".join(f"HV@{c}" for c in CHECKPOINTS)
-        + " | stopped share to 95% | stopped share, all | tuner per trial |",
+        + " | stopped share to 95% | stopped share, all | skipped as predicted "
+        "| run though ruled out | tuner per trial |",
         "| --- | ---: | ---: | ---: | ---: | "
         + " | ".join("---:" for _ in CHECKPOINTS)
-        + " | ---: | ---: | ---: |",
+        + " | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for name in strategies:
+    arms = [(name, name, True) for name in strategies]
+    if "autotune" in strategies:
+        arms.insert(strategies.index("autotune") + 1, (NO_PREDICTION, "autotune", False))
+    for label, name, predict in arms:
         started = time.monotonic()
         try:
-            searches = [replay(grid, name, seed, budget) for seed in range(seeds)]
+            searches = [
+                replay(grid, name, seed, budget, predict_fidelity=predict) for seed in range(seeds)
+            ]
         except ImportError as missing:
-            lines.append(f"| {name} | not run: {missing} |")
+            lines.append(f"| {label} | not run: {missing} |")
             continue
-        lines.append(strategy_row(name, grid, searches, budget, time.monotonic() - started))
+        lines.append(strategy_row(label, grid, searches, budget, time.monotonic() - started))
     return [*lines, ""]
 
 

@@ -57,9 +57,19 @@ class ArmRun:
     stopped: int
 
 
+def commit_of(revision: str) -> str:
+    """The short hash of git ``revision`` (HEAD today is not HEAD tomorrow)."""
+    return subprocess.run(
+        ["git", "-C", str(REPOSITORY), "rev-parse", "--short", revision],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
 def source_tree(revision: str, work: Path) -> Path:
     """The package tree of git ``revision``, extracted (once) under ``work``."""
-    target = work / f"src-{revision}"
+    target = work / f"src-{commit_of(revision)}"
     if not (target / "autotune").is_dir():
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)
@@ -188,7 +198,8 @@ def main() -> None:
     args.work = args.work.resolve()
     after = source_tree(args.after, args.work) if args.after else REPOSITORY
     sources = {"before": source_tree(args.before, args.work), "after": after}
-    sections = [f"`before`: {args.before}; `after`: {args.after or 'the working tree'}."]
+    after_name = commit_of(args.after) if args.after else "the working tree"
+    sections = [f"`before`: {commit_of(args.before)}; `after`: {after_name}."]
     sections.append("")
     for index, experiment in enumerate(args.experiments):
         sections += one_experiment(index, experiment, sources, args)

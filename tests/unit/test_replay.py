@@ -11,10 +11,13 @@ import pytest
 import autotune.study.scoring as scoring
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import ConfigError, TrialFailure
+from autotune.store.schema import TrialRow
 from autotune.study.replay import (
     Grid,
     GridEntry,
+    ReplayedTrial,
     TableRunner,
+    check_predictions,
     hypervolume,
     hypervolume_fraction,
     replay,
@@ -199,3 +202,68 @@ def test_the_slow_third_stays_rarely_proposed_even_while_nothing_is_feasible(
 
     assert max(ours) <= 4, ours  # of 20 proposals; random search averages 6.7
     assert sum(tied) > sum(ours) + len(SEEDS), (tied, ours)
+
+
+# --------------------------------------------------------------------------------------------
+# Fidelity predictions, checked against the grid
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_replay_skips_what_its_trials_rule_out_and_the_grid_agrees(
+    grid: Grid, reference: str
+) -> None:
+    """float32 drifts at every batch size but the base one in this grid: once a larger float32
+    batch is measured infeasible, still larger ones are skipped, and the grid says rightly."""
+    on = [
+        check_predictions(replay(grid, "random", s, BUDGET, reference=reference), grid)
+        for s in SEEDS
+    ]
+    off = [
+        check_predictions(
+            replay(grid, "random", s, BUDGET, reference=reference, predict_fidelity=False), grid
+        )
+        for s in SEEDS
+    ]  # fmt: skip
+
+    assert sum(c.predicted for c in on) > 0
+    assert all(c.wrong == 0 and c.unverified == 0 for c in on), on
+    assert all(c.ruled_out_run == 0 for c in on), on  # the study applies the same rule
+    assert all(c.predicted == 0 for c in off), off
+    assert sum(c.ruled_out_run for c in off) > 0, off  # spent on what was already known
+
+
+def _row(number: int, config: TrialConfig, state: str, fidelity: float | None, **attrs) -> TrialRow:
+    return TrialRow(
+        number=number, state=state, config=config, throughput=None, fidelity=fidelity,
+        feasible=None if fidelity is None else fidelity <= 1.5, user_attrs=attrs,
+    )  # fmt: skip
+
+
+def test_a_prediction_the_grid_measured_feasible_counts_as_wrong(grid: Grid) -> None:
+    feasible_config = TrialConfig(batch_size=256, precision="mixed_bfloat16")
+    stopped_config = TrialConfig(batch_size=256, precision="mixed_float16")
+    assert feasible(feasible_config) and grid.entry(stopped_config).state == "pruned"
+    trials = [
+        ReplayedTrial(_row(0, feasible_config, "pruned", None, predicted_from=[-1]), False, 0.0),
+        ReplayedTrial(_row(1, stopped_config, "pruned", None, predicted_from=[0]), False, 0.0),
+    ]
+
+    check = check_predictions(trials, grid)
+
+    assert (check.proposals, check.predicted, check.wrong, check.unverified) == (2, 2, 1, 1)
+
+
+def test_a_trial_run_after_its_rule_out_was_measured_counts_as_spent(grid: Grid) -> None:
+    """Trial 0 (float32, batch 128) is over the tolerance beyond the noise, above the baseline's
+    0 at batch 32: trial 1 (float32, batch 256) was already ruled out when it ran."""
+    drifted, larger = TrialConfig(batch_size=128), TrialConfig(batch_size=256)
+    other_family = TrialConfig(batch_size=512, jit_compile=True)  # XLA: another curve
+    trials = [
+        ReplayedTrial(_row(0, drifted, "complete", 40.0), True, 10.0),
+        ReplayedTrial(_row(1, larger, "complete", 45.0), True, 10.0),
+        ReplayedTrial(_row(2, other_family, "complete", 40.0), True, 10.0),
+    ]
+
+    check = check_predictions(trials, grid)
+
+    assert (check.predicted, check.ruled_out_run) == (0, 1)
