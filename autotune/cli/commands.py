@@ -117,6 +117,13 @@ def main() -> None:
     is_flag=True,
     help="Print the study as JSON at the end (schema autotune.study/1; progress goes to stderr).",
 )
+@click.option(
+    "--throughput-only",
+    is_flag=True,
+    help="Go on when the baseline's validation curve does not move beyond its seeds' spread "
+    "(the fidelity check cannot see drift; without this the study stops before searching); "
+    "every view then marks the study as throughput only.",
+)
 @OBJECTIVES_OPTION
 @MAX_MEMORY_OPTION
 @run_worker_options
@@ -136,6 +143,7 @@ def run(
     confirm_top: int,
     confirm_rounds: int,
     as_json: bool,
+    throughput_only: bool,
     objectives: str | None,
     max_memory: float | None,
     workers: int,
@@ -171,6 +179,7 @@ def run(
         profile_mode=profile,
         placement=placements[0],
         objectives=objectives,
+        throughput_only=throughput_only,
     )
     done = study.finished_count()
     console.print(
@@ -287,6 +296,7 @@ def _read(storage: str, study_name: str | None) -> StudyRecords:
 def status(storage: str, study_name: str | None, as_json: bool) -> None:
     """Show a stored study: baseline, noise floor, every trial, the confirmation and the
     recommendation (the one 'best' prints; reads the storage only)."""
+    from autotune.store.throughput_only import throughput_only_text
     from autotune.views.drift import drift_lines
     from autotune.views.terminal import format_throughput, safe, show_confirmation, trials_table
 
@@ -303,6 +313,8 @@ def status(storage: str, study_name: str | None, as_json: bool) -> None:
         console.print(f"seed noise floor: {baseline.noise_floor.describe()}")
     for line in drift_lines(records):  # the anchors: the baseline measured during the search
         console.print(safe(line))
+    if records.throughput_only is not None:
+        console.print(safe(f"warning: {throughput_only_text(records.throughput_only)}"))
     counts = records.counts()
     console.print(
         f"{records.finished_count()} finished trials; "

@@ -24,6 +24,7 @@ from autotune.config import TrialConfig
 from autotune.measure import Estimate, format_throughput, summarize
 from autotune.recipe import Recipe
 from autotune.store.schema import TrialRow
+from autotune.store.throughput_only import throughput_only_text
 
 if TYPE_CHECKING:  # records imports this module: its best() is recommend()'s recipe
     from autotune.store.records import StudyRecords
@@ -285,6 +286,10 @@ def _recommendation(
 ) -> Recommendation:
     figures = figures_of(recipe)
     text = _sentence(records, recipe, figures, limit, max_memory_mib)
+    if records.throughput_only is not None:  # every screen says the fidelity check is blind
+        mark = throughput_only_text(records.throughput_only)
+        recipe = dataclasses.replace(recipe, note=f"{recipe.note}; {mark}")
+        text = f"{text} {mark[0].upper()}{mark[1:]}."
     return Recommendation(recipe, figures, limit, max_memory_mib, text)
 
 

@@ -67,6 +67,7 @@ from autotune.store.storage import (
     pick_study_name,
     quiet_experimental,
 )
+from autotune.store.throughput_only import throughput_only_reason
 
 #: A point to minimise in every coordinate: (-samples/s, fidelity[, peak MiB]).
 Costs = tuple[float, ...]
@@ -140,6 +141,8 @@ class StudyRecords:
         read_at: when the records were read (ISO 8601, UTC).
         confirmation: the head-to-head confirmation of the top candidates, once one started.
         anchors: the baseline re-measured during the search; speed-ups are against the nearest.
+        throughput_only: why the fidelity check cannot see, for a study accepted as throughput
+            only (:mod:`autotune.store.throughput_only`); None otherwise.
     """
 
     study_name: str
@@ -156,6 +159,7 @@ class StudyRecords:
     read_at: str = ""
     confirmation: Confirmation | None = None
     anchors: Anchors = field(default_factory=Anchors)
+    throughput_only: str | None = None
 
     @property
     def hardware(self) -> dict[str, Any]:
@@ -366,6 +370,7 @@ def read_records(
         read_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         confirmation=_confirmation_of(attrs.get(CONFIRMATION_KEY)),
         anchors=read_anchors(attrs),
+        throughput_only=throughput_only_reason(attrs),
     )
 
 

@@ -49,6 +49,7 @@ from autotune.store.schema import (
     THROUGHPUT_ATTR,
     WORKER_ATTR,
 )
+from autotune.store.throughput_only import THROUGHPUT_ONLY_KEY
 
 #: The trial attributes that hold a measurement, copied whole to a duplicate that reuses it.
 MEASUREMENT_ATTRS = (THROUGHPUT_ATTR, FIDELITY_ATTR, FIDELITY_SYMMETRIC_ATTR, RESULT_ATTR)
@@ -60,6 +61,12 @@ def write_fidelity_prediction(study: optuna.Study, enabled: bool) -> None:
     """Stores whether the study skips proposals predicted infeasible
     (:data:`~autotune.store.predicted.PREDICTION_OFF_KEY`; on unless stored off)."""
     study.set_user_attr(PREDICTION_OFF_KEY, not enabled)
+
+
+def write_throughput_only(study: optuna.Study, reason: str) -> None:
+    """Stores that the study is accepted as throughput only, and why its fidelity check cannot
+    see (:data:`~autotune.store.throughput_only.THROUGHPUT_ONLY_KEY`)."""
+    study.set_user_attr(THROUGHPUT_ONLY_KEY, reason)
 
 
 def write_identity(
@@ -255,4 +262,5 @@ __all__ = [
     "write_result",
     "write_start",
     "write_target",
+    "write_throughput_only",
 ]

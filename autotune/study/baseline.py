@@ -5,7 +5,9 @@ The baseline is the experiment's float32, no-XLA configuration at its base batch
 each of :data:`autotune.store.schema.BASELINE_SEEDS`: seed 0 with throughput (trials are compared
 with its speed and its curve), the others curve only. The mean distance between the seeds' curves is
 the noise floor that fidelity is measured in. A short digest of it is stored beside, for Optuna's
-own tools (:data:`autotune.store.schema.BASELINE_SUMMARY_KEY`).
+own tools (:data:`autotune.store.schema.BASELINE_SUMMARY_KEY`). A baseline whose curve does not
+move beyond its seeds' spread stops the study before it searches, unless the user accepts a
+throughput-only study (:func:`check_curve_signal`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 import optuna
 
+from autotune.analysis.curve_signal import curve_signal
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import ConfigError, StudyError, TrialFailure
 from autotune.fidelity import NoiseFloor, noise_floor
@@ -24,6 +27,7 @@ from autotune.measure import Estimate
 from autotune.store import writer
 from autotune.store.result import RunResult
 from autotune.store.schema import BASELINE_KEY, BASELINE_SEEDS, BASELINE_SUMMARY_KEY, baseline_of
+from autotune.store.throughput_only import throughput_only_reason
 from autotune.study import board
 from autotune.study.optuna_tools import baseline_summary
 
@@ -115,6 +119,35 @@ def ensure(
         writer.write_baseline_summary(study, summary)
 
 
+def check_curve_signal(study: optuna.Study, accept: bool) -> None:
+    """Stops a study whose fidelity check cannot see: the stored baseline's seed curves do not
+    move beyond their spread (:mod:`autotune.analysis.curve_signal`), so every trial whose loss
+    does not rise would read as feasible. With ``accept`` (or accepted before) the study goes on
+    as throughput only, stored so every view marks it. The baseline stays stored either way."""
+    if throughput_only_reason(study.user_attrs) is not None:
+        return
+    runs = stored(study).get("runs", {})
+    if any(str(seed) not in runs for seed in BASELINE_SEEDS):
+        return
+    signal = curve_signal([curve_of(runs[str(seed)]) for seed in BASELINE_SEEDS])
+    if signal.sees:
+        return
+    if accept:
+        writer.write_throughput_only(study, signal.describe())
+        return
+    raise StudyError(
+        f"the fidelity check cannot see on this model: the baseline's validation curve does not "
+        f"move beyond its seeds' spread ({signal.describe()}). The model learns nothing "
+        f"measurable within the curve's {signal.samples[-1]:,.0f} training examples, so every "
+        "trial whose loss does not rise would score as feasible, however it trains. Give the "
+        "curve something to learn: more examples (curve_samples in the space's [measure] table), "
+        "checkpoints where the loss still falls (checkpoints), or a learning rate at which the "
+        "model learns within the budget (the experiment's base_learning_rate); or accept a "
+        "study of throughput alone (--throughput-only; Study(..., throughput_only=True)), which "
+        "every view then marks. The baseline is stored and is not run again."
+    )
+
+
 def reference(study: optuna.Study) -> tuple[Estimate, Curve, NoiseFloor]:
     """What a trial is scored against: seed 0's throughput (samples/s) and curve, and the noise
     floor."""
@@ -128,4 +161,13 @@ def reference(study: optuna.Study) -> tuple[Estimate, Curve, NoiseFloor]:
     )
 
 
-__all__ = ["Curve", "SeedRunner", "curve_of", "ensure", "reference", "run_seed", "stored"]
+__all__ = [
+    "Curve",
+    "SeedRunner",
+    "check_curve_signal",
+    "curve_of",
+    "ensure",
+    "reference",
+    "run_seed",
+    "stored",
+]

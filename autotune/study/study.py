@@ -39,13 +39,7 @@ from autotune.store.log_folders import default_log_root
 from autotune.store.objectives import DEFAULT_OBJECTIVES, check_memory_limit, parse_objectives
 from autotune.store.records import StudyRecords, read_records
 from autotune.store.result import RunResult
-from autotune.store.schema import (
-    BASELINE_SEEDS,
-    IDENTITY_KEY,
-    TrialRow,
-    profile_reruns,
-    row_of,
-)
+from autotune.store.schema import BASELINE_SEEDS, IDENTITY_KEY, TrialRow, profile_reruns, row_of
 from autotune.store.storage import DEFAULT_STORAGE, check_url, open_storage, quiet_experimental
 from autotune.study import (
     anchor,
@@ -132,6 +126,9 @@ class Study:
         objectives: "throughput,fidelity" (the default) or "throughput,fidelity,memory": peak
             memory (MiB) as a third objective (:mod:`autotune.store.objectives`). A stored study
             keeps the objectives it was made with; a different value is refused.
+        throughput_only: go on when the baseline's curve does not move beyond its seeds'
+            spread (the fidelity check cannot see), marked so everywhere; otherwise such a
+            study stops before searching (:func:`autotune.study.baseline.check_curve_signal`).
     """
 
     def __init__(
@@ -154,8 +151,10 @@ class Study:
         max_consecutive_failures: int = MAX_CONSECUTIVE_FAILURES,
         placement: Placement | None = None,
         objectives: str | Sequence[str] | None = None,
+        throughput_only: bool = False,
     ) -> None:
         self.profile_mode = check_mode(profile_mode)
+        self.throughput_only = throughput_only
         if not is_positive_finite(tolerance):
             raise ConfigError(
                 f"must be a finite number > 0. Received: {tolerance!r}", argument="tolerance"
@@ -249,10 +248,10 @@ class Study:
         on_run: Callable[[int, RunResult], None] | None = None,
         on_wait: Callable[[], None] | None = None,
     ) -> None:
-        """Runs the baseline seeds not stored yet (seed 0 with throughput, others curve only)
-        and stores the noise floor. Each run is stored as soon as it ends. Under the study's
-        baseline claim: while another worker runs it, this one waits (``on_wait`` is called
-        once), then reads it."""
+        """Runs the baseline seeds not stored yet (seed 0 with throughput, others curve only),
+        stores the noise floor and stops a study whose curve cannot show drift unless it is
+        ``throughput_only``. Each run is stored as soon as it ends. Under the study's baseline
+        claim: while another worker runs it, this one waits (``on_wait`` once), then reads it."""
         claim = claims.Claim(self.storage_url, self.name, "baseline")
         with run_lock.hold(self.storage_url, self.name):
             try:
@@ -260,6 +259,7 @@ class Study:
                 with self._host:
                     config = self.baseline_config.to_dict()
                     baseline.ensure(self.optuna, config, self._run_baseline, on_run)
+                baseline.check_curve_signal(self.optuna, accept=self.throughput_only)
             finally:
                 claim.close()
 

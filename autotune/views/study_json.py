@@ -10,6 +10,7 @@ added). Every field is always present, null when not known yet::
       "tolerance": float,                      # fidelity tolerance (noise-floor units)
       "objectives": [str],                     # throughput, fidelity[, memory]
       "fidelity_definition": str | null,       # autotune.fidelity.DEFINITION it was scored with
+      "throughput_only": str | null,           # why the fidelity check cannot see, if accepted
       "baseline": {
         "config": {setting: value} | null,     # one key per setting: config_schema()
         "throughput": {median, low, high, confidence, n} | null,   # samples/s
@@ -85,6 +86,7 @@ def study_json(records: StudyRecords) -> dict[str, Any]:
         "tolerance": records.tolerance,
         "objectives": list(records.metric_names),
         "fidelity_definition": records.identity.get("fidelity"),
+        "throughput_only": records.throughput_only,
         "baseline": {
             "config": baseline.config.to_dict() if baseline.config else None,
             "throughput": baseline.throughput.to_dict() if baseline.throughput else None,

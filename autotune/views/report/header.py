@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 
 from autotune.measure import format_throughput
 from autotune.store.records import StudyRecords
+from autotune.store.throughput_only import throughput_only_text
 from autotune.views.drift import drift_facts
 from autotune.views.report.recipes import recommendation_info
 
@@ -72,6 +73,8 @@ def header_info(records: StudyRecords) -> HeaderInfo:
         ("report made", records.read_at),
     ]
     facts += drift_facts(records)  # after the facts the drift qualifies
+    if records.throughput_only is not None:
+        facts.append(("warning", throughput_only_text(records.throughput_only)))
     if records.mismatches_allowed:
         facts.append(
             ("warning", f"resumed {len(records.mismatches_allowed)} time(s) with --allow-mismatch")
