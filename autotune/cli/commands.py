@@ -27,7 +27,9 @@ from autotune.cli._options import (
 )
 from autotune.cli.trial import trial
 from autotune.cli.workers import run_placements, run_worker_options, worker
+from autotune.store.anchors import read_anchors
 from autotune.study.callbacks import StudyCallback
+from autotune.views.drift import anchor_line
 from autotune.views.terminal import baseline_line, profile_line, safe, trial_line, trials_table
 
 if TYPE_CHECKING:
@@ -230,6 +232,7 @@ class RunProgress(StudyCallback):
         self.baseline_task = progress.add_task("baseline", total=3)
         self.trials_task: TaskID | None = None
         self.confirm_task: TaskID | None = None
+        self.anchors_shown = {a.key for a in read_anchors(study.optuna.user_attrs).runs}
 
     def on_baseline_wait(self) -> None:
         self.print("waiting for the baseline (another worker runs it)")
@@ -247,6 +250,11 @@ class RunProgress(StudyCallback):
         self.trials_task = self.progress.add_task("trials", total=self.n_trials, completed=done)
 
     def on_trial_end(self, row: TrialRow) -> None:  # every worker's, as they finish
+        anchors = read_anchors(self.study.optuna.user_attrs)  # any run since the last trial
+        for anchor in anchors.runs:
+            if anchor.ended is not None and anchor.key not in self.anchors_shown:
+                self.anchors_shown.add(anchor.key)
+                self.print(safe(anchor_line(anchor, anchors.baseline)))
         self.print(trial_line(row, self.memory))
         if self.trials_task is not None:
             done = min(self.study.finished_count(), self.n_trials)

@@ -5,7 +5,8 @@ a change. Throughput in samples/s. Nothing is shown for a study without anchors.
 
 from __future__ import annotations
 
-from autotune.measure import format_throughput
+from autotune.measure import Estimate, format_throughput
+from autotune.store.anchors import Anchor
 from autotune.store.records import StudyRecords
 
 
@@ -50,9 +51,25 @@ def drift_facts(records: StudyRecords) -> list[tuple[str, str]]:
     return facts
 
 
+def anchor_line(anchor: Anchor, baseline: Estimate | None) -> str:
+    """One finished anchor as ``autotune run`` prints it: its samples/s against the start's
+    baseline, within or beyond the noise, or why it failed."""
+    if anchor.throughput is None:
+        return f"anchor failed: {anchor.error or 'no throughput measured'}; the previous stays"
+    text = f"anchor: the baseline runs {format_throughput(anchor.throughput)}"
+    if baseline is None or not baseline.median > 0:
+        return text
+    measured = anchor.throughput
+    beyond = measured.low > baseline.high or measured.high < baseline.low
+    return (
+        f"{text}, {measured.median / baseline.median:.2f}x the start's "
+        f"{baseline.median:,.0f}: {'beyond' if beyond else 'within'} the noise"
+    )
+
+
 def drift_lines(records: StudyRecords) -> list[str]:
     """:func:`drift_facts` as lines of text ("baseline drift: ...", "warning: ...")."""
     return [f"{label}: {text}" for label, text in drift_facts(records)]
 
 
-__all__ = ["drift_facts", "drift_lines"]
+__all__ = ["anchor_line", "drift_facts", "drift_lines"]

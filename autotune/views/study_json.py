@@ -29,6 +29,8 @@ added). Every field is always present, null when not known yet::
         "duplicate_of": int | null, "log_dir": str | null
       }],
       "pareto_front": [int],                   # feasible Pareto trials, fastest first
+      "anchors": [{started, ended, throughput, error}],   # the baseline re-measured (samples/s)
+      "drift": {ratio, beyond_noise, anchors} | null,      # the latest anchor / the start's
       "confirmation": {..., "answer": str} | null,   # Confirmation.to_dict() and its answer
       "recommendation": {...} | null           # what best --json prints (Recipe.to_dict())
     }
@@ -70,6 +72,13 @@ def _trial(row: TrialRow) -> dict[str, Any]:
     }
 
 
+def _drift(records: StudyRecords) -> dict[str, Any] | None:
+    drift = records.anchors.drift()
+    if drift is None:
+        return None
+    return {"ratio": drift.ratio, "beyond_noise": drift.beyond_noise, "anchors": drift.anchors}
+
+
 def study_json(records: StudyRecords) -> dict[str, Any]:
     """The study in :data:`SCHEMA` (see the module's docstring)."""
     baseline = records.baseline
@@ -97,6 +106,8 @@ def study_json(records: StudyRecords) -> dict[str, Any]:
         "counts": records.counts(),
         "trials": [_trial(row) for row in records.trials],
         "pareto_front": [row.number for row in records.pareto()],
+        "anchors": [anchor.to_dict() for anchor in records.anchors.runs],
+        "drift": _drift(records),
         "confirmation": confirmed,
         "recommendation": records.best().to_dict() if baseline.config else None,
     }

@@ -5,6 +5,7 @@ fast halfway through a study. No TensorFlow."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from pathlib import Path
 
@@ -12,8 +13,10 @@ import optuna
 import pytest
 from click.testing import CliRunner
 from optuna.trial import TrialState
+from rich.console import Console
+from rich.progress import Progress
 
-from autotune.cli.commands import main
+from autotune.cli.commands import RunProgress, main
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import ConfigError, TrialFailure
 from autotune.measure import Estimate, slower_than_baseline, summarize
@@ -199,6 +202,30 @@ def test_status_and_report_show_the_drift_and_warn(drifted) -> None:
     assert done.exit_code == 0, done.output
     assert "baseline drift: the baseline now runs 2,000 samples/s" in done.output
     assert "warning: the baseline changed beyond the noise" in done.output
+    shown = CliRunner().invoke(main, ["status", "--storage", study.storage_url, "--json"])
+    as_json = json.loads(shown.output)
+    assert [a["throughput"]["median"] for a in as_json["anchors"]] == pytest.approx(
+        [1000, 2000, 2000]
+    )
+    assert as_json["drift"] == {"ratio": pytest.approx(2.0), "beyond_noise": True, "anchors": 3}
+
+
+def test_run_prints_each_anchor_once_before_the_trial_after_it(tmp_path: Path) -> None:
+    study = drifting_study(tmp_path, DriftingRunner(after=4))
+    console = Console(record=True, width=200)
+    with Progress(console=console) as progress:
+        view = RunProgress(progress, study, len(TRIALS), top=0, rounds=2)
+        study.add_listener(view.on_trial_end)
+        study.optimize(n_trials=len(TRIALS))
+
+    lines = [
+        line for line in console.export_text().splitlines() if line.startswith(("anchor", "trial"))
+    ]
+    anchors = [i for i, line in enumerate(lines) if line.startswith("anchor")]
+    assert anchors == [2, 5, 8]  # before trials 2, 4 and 6, one line each
+    assert "anchor: the baseline runs 1,000 samples/s" in lines[2]
+    assert "1.00x the start's 1,000: within the noise" in lines[2]
+    assert "2.00x the start's 1,000: beyond the noise" in lines[5]
 
 
 def test_no_drift_is_within_the_noise_and_warns_of_nothing(tmp_path: Path) -> None:

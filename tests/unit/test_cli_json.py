@@ -28,7 +28,7 @@ from tests.support.demo_study import (
 TOP_KEYS = {
     "schema", "study", "storage", "experiment", "experiment_reference", "tolerance",
     "objectives", "fidelity_definition", "baseline", "finished", "counts", "trials", "pareto_front",
-    "confirmation", "recommendation", "throughput_only",
+    "confirmation", "recommendation", "throughput_only", "anchors", "drift",
 }  # fmt: skip
 TRIAL_KEYS = {
     "number", "state", "config", "throughput", "fidelity", "fidelity_symmetric",
