@@ -29,6 +29,7 @@ from pathlib import Path
 
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import TrialFailure
+from autotune.space import SearchSpace
 from autotune.store.result import RunResult
 from autotune.study import Study, TrialRunner
 from tests.support.fake_trials import EXPERIMENT_SOURCE, SPACE, fake_result, profiled_result
@@ -100,6 +101,17 @@ def write_experiment(folder: Path) -> str:
     path = folder / "fake_experiment.py"
     path.write_text(EXPERIMENT_SOURCE, encoding="utf-8")
     return f"{path}:fake"
+
+
+def fake_study(
+    folder: Path, runner: TrialRunner, space: SearchSpace = SPACE, **kwargs: object
+) -> Study:
+    """A study of ``space`` (default: the fake space) in ``folder/s.db`` run by ``runner``: the
+    sampler's own start (no structured start), no profiles; ``kwargs`` go to :class:`Study`."""
+    return Study(
+        write_experiment(folder), space, f"sqlite:///{folder / 's.db'}", runner=runner, seed=0,
+        start="random", profile_mode="off", **kwargs,  # type: ignore[arg-type]
+    )  # fmt: skip
 
 
 def build_demo_study(

@@ -29,8 +29,8 @@ from autotune.study import start as start_module
 from autotune.study.anchor import Every
 from autotune.views.drift import drift_facts, drift_lines
 from autotune.views.report.header import header_info
-from tests.support.demo_study import write_experiment
-from tests.support.fake_trials import SPACE, TOLERANCE, fake_result
+from tests.support.demo_study import fake_study
+from tests.support.fake_trials import TOLERANCE, fake_result
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -100,15 +100,7 @@ EVERY_TWO = Every(trials=2)
 
 
 def drifting_study(tmp_path: Path, runner, every: Every | None = EVERY_TWO) -> Study:
-    study = Study(
-        write_experiment(tmp_path),
-        SPACE,
-        f"sqlite:///{tmp_path / 's.db'}",
-        runner=runner,
-        seed=0,
-        start="random",
-        profile_mode="off",
-    )
+    study = fake_study(tmp_path, runner)
     study.anchor_every = every
     for trial in TRIALS:
         study.optuna.enqueue_trial(trial)

@@ -23,8 +23,8 @@ from autotune.store.schema import BASELINE_KEY
 from autotune.study import Study
 from autotune.views.report.header import header_info
 from autotune.views.study_json import study_json
-from tests.support.demo_study import write_experiment
-from tests.support.fake_trials import SEED_OFFSETS, SPACE, fake_curve, fake_result
+from tests.support.demo_study import fake_study
+from tests.support.fake_trials import SEED_OFFSETS, fake_curve, fake_result
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -109,10 +109,7 @@ class StuckRunner:
 
 
 def stuck_study(tmp_path: Path, runner: StuckRunner, **kwargs) -> Study:
-    return Study(
-        write_experiment(tmp_path), SPACE, f"sqlite:///{tmp_path / 's.db'}", runner=runner,
-        seed=0, start="random", profile_mode="off", **kwargs,
-    )  # fmt: skip
+    return fake_study(tmp_path, runner, **kwargs)
 
 
 def test_a_baseline_that_learns_nothing_stops_the_study_before_it_searches(
@@ -166,10 +163,7 @@ def test_a_study_whose_baseline_learns_is_never_marked(tmp_path: Path) -> None:
     def learning(reference, config, settings, log_dir) -> RunResult:
         return fake_result(config, settings)
 
-    study = Study(
-        write_experiment(tmp_path), SPACE, f"sqlite:///{tmp_path / 's.db'}", runner=learning,
-        seed=0, start="random", profile_mode="off", throughput_only=True,
-    )  # fmt: skip
+    study = fake_study(tmp_path, learning, throughput_only=True)
     study.optimize(n_trials=2)
 
     records = load_records(study.storage_url)

@@ -29,7 +29,7 @@ from autotune.study.fidelity_prediction import (
 from autotune.study.replay import Grid, _key
 from autotune.views.report.pareto import pareto_info
 from autotune.views.terminal import trial_line
-from tests.support.demo_study import write_experiment
+from tests.support.demo_study import fake_study
 from tests.support.fake_trials import NOISE, TOLERANCE, fake_result, fidelity_of
 
 GRIDS = Path(__file__).resolve().parents[2] / "experiments" / "benchmarks" / "data" / "search_grid"
@@ -156,15 +156,7 @@ def params(batch: int, precision: str = "float32", jit: bool = False, steps: int
 
 
 def make_study(tmp_path: Path, runner: Runner) -> Study:
-    return Study(
-        write_experiment(tmp_path),
-        SPACE,
-        f"sqlite:///{tmp_path / 's.db'}",
-        runner=runner,
-        seed=0,
-        start="random",
-        profile_mode="off",
-    )
+    return fake_study(tmp_path, runner, SPACE)
 
 
 def test_a_larger_batch_than_a_measured_infeasible_one_is_skipped_and_never_run(
