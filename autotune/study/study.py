@@ -83,10 +83,10 @@ TrialRunner = Callable[[str, TrialConfig, RunSettings, Path | None], RunResult]
 def isolated_runner(
     reference: str, config: TrialConfig, settings: RunSettings, log_dir: Path | None
 ) -> RunResult:
-    """The real runner: one trial in a fresh process (imports the trial package lazily)."""
+    """The real runner: a fresh process, started ahead during a curve when it can be."""
     from autotune.trial.isolation import run_isolated
 
-    return run_isolated(reference, config, settings, log_dir=log_dir)
+    return run_isolated(reference, config, settings, log_dir=log_dir, prestart=True)
 
 
 class Study:

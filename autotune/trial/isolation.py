@@ -5,6 +5,13 @@ that imported TensorFlow), in its own process group, and dies with its parent. E
 process start (environment such as ``KERAS_BACKEND``, ``TF_CPP_MIN_LOG_LEVEL``, ``XLA_FLAGS``) is
 set in :func:`child_environment`, the one place a trial process is configured.
 
+A study's trials (``prestart=True``) save the next process's start: once a trial has nothing
+more to time (its untimed curve begins), the parent starts the next trial process ahead, which
+imports the Keras backend (a few seconds: most of a trial's time outside its phases) while the
+curve trains, then waits for its request (:class:`Spare`). The next trial takes it when its
+environment is the same, or it is stopped first: its import never overlaps a timed phase of
+another process. ``AUTOTUNE_PRESTART=0`` turns this off.
+
 When a trial ends, everything it started goes with it: its process group, its descendants (the
 trial process is a child subreaper, so orphans stay among them) and any process carrying its
 environment token (:data:`TOKEN_ENV`), which finds a process that left the group with ``setsid``
@@ -14,6 +21,7 @@ even after its parent died. Its output goes through a pipe into a capped log
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -25,7 +33,8 @@ import sysconfig
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -45,6 +54,8 @@ DEFAULT_MEMORY_FRACTION = 0.8
 #: inherits it, so the parent can find them all when the trial ends.
 TOKEN_ENV = "AUTOTUNE_TRIAL_TOKEN"
 KILL_ROUNDS = 5
+#: Set to "0" to start every trial process when its trial starts (no process started ahead).
+PRESTART_ENV = "AUTOTUNE_PRESTART"
 
 
 def child_environment(
@@ -139,6 +150,102 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
+# ------------------------------------------------------------------ processes started ahead
+@dataclass
+class Spare:
+    """A trial process started ahead of its trial (``python -m autotune.trial.process --spare``):
+    it imports the Keras backend, then waits for a request line on its stdin."""
+
+    process: subprocess.Popen[bytes]
+    read_fd: int  # its stdout and stderr: the log of the trial that takes it
+    env: dict[str, str]  # its environment without its token
+    token: str
+    since: float
+
+    def suits(self, env: Mapping[str, str]) -> bool:
+        """Whether it is alive and was started with ``env`` (fixed at process start)."""
+        return self.process.poll() is None and self.env == dict(env)
+
+    def hand(self, request_path: Path, result_path: Path) -> bool:
+        """Gives it its request; False when it can no longer take one."""
+        stdin = self.process.stdin
+        assert stdin is not None
+        try:
+            stdin.write(f"{request_path}\t{result_path}\n".encode())
+            stdin.close()
+        except OSError:  # it died
+            return False
+        return True
+
+    def stop(self) -> None:
+        """Stops it and everything it started; its log goes nowhere."""
+        kill_trial(self.process.pid, self.token, self.since)
+        self.process.wait()
+        with contextlib.suppress(OSError):
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+        with contextlib.suppress(OSError):
+            os.close(self.read_fd)
+
+
+_spare: Spare | None = None
+
+
+def prestart_enabled() -> bool:
+    """Whether trial processes may be started ahead (:data:`PRESTART_ENV` is not "0")."""
+    return os.environ.get(PRESTART_ENV, "1").strip() != "0"
+
+
+def start_spare(env: Mapping[str, str]) -> None:
+    """Starts a process ahead for the next trial, with ``env`` (its token added); nothing when
+    one is waiting already or starting ahead is off."""
+    global _spare
+    if _spare is not None or not prestart_enabled():
+        return
+    token = uuid.uuid4().hex
+    read_fd, write_fd = os.pipe()
+    since = time.time()
+    command = [sys.executable, "-m", "autotune.trial.process", "--spare", str(os.getpid())]
+    try:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=write_fd,
+            stderr=subprocess.STDOUT,
+            env={**env, TOKEN_ENV: token},
+            start_new_session=True,
+        )
+    except OSError:  # the trial then starts its own process, as without this
+        os.close(read_fd)
+        return
+    finally:
+        os.close(write_fd)
+    _spare = Spare(process, read_fd, dict(env), token, since)
+
+
+def take_spare(env: Mapping[str, str]) -> Spare | None:
+    """The process started ahead, when it suits ``env``; one that does not is stopped first."""
+    global _spare
+    spare, _spare = _spare, None
+    if spare is None:
+        return None
+    if spare.suits(env):
+        return spare
+    spare.stop()
+    return None
+
+
+def discard_spare() -> None:
+    """Stops a process started ahead that no trial took (at exit, too)."""
+    global _spare
+    spare, _spare = _spare, None
+    if spare is not None:
+        spare.stop()
+
+
+atexit.register(discard_spare)
+
+
 def run_isolated(
     experiment: Experiment | str,
     config: TrialConfig,
@@ -147,6 +254,7 @@ def run_isolated(
     log_dir: Path | str | None = None,
     env: Mapping[str, str] | None = None,
     log_limit_bytes: int | None = None,
+    prestart: bool = False,
 ) -> RunResult:
     """Runs one trial in a fresh process and returns its :class:`RunResult`.
 
@@ -154,7 +262,9 @@ def run_isolated(
     given (appended to, after a marker line, when the file exists), else kept in memory only. Past
     ``log_limit_bytes`` (default ``$AUTOTUNE_TRIAL_LOG_LIMIT``, else 64 MiB) the middle of the
     output is dropped (see :mod:`autotune.trial.trial_log`). A log that cannot be written (a full
-    disk) costs the trial its log file, never its result.
+    disk) costs the trial its log file, never its result. With ``prestart`` the trial takes the
+    process started ahead when it suits it, and starts one for the next trial once its own
+    timing is over (see the module's docstring).
 
     Raises:
         TrialFailure: the trial failed; ``kind`` says how (signal, exit, timeout, oom,
@@ -169,49 +279,83 @@ def run_isolated(
     request = {"experiment": reference, "config": config.to_dict(), "settings": settings.to_dict()}
     with _scratch() as workdir:
         request_path, result_path = workdir / "request.json", workdir / "result.json"
+        marker = workdir / "untimed" if prestart else None
+        if marker is not None:
+            request["untimed_marker"] = str(marker)
         try:
             request_path.write_text(json.dumps(request), encoding="utf-8")
         except OSError as error:
             raise TrialFailure(
                 "exception", f"the trial's request could not be written: {error}"
             ) from error
-        command = [
-            sys.executable,
-            "-m",
-            "autotune.trial.process",
-            str(request_path),
-            str(result_path),
-            str(os.getpid()),
-        ]
-        token = uuid.uuid4().hex
-        read_fd, write_fd = os.pipe()
+        child_env = child_environment(env, config.backend)
+        spare = take_spare(child_env) if prestart else None
+        if spare is not None and spare.hand(request_path, result_path):
+            process, read_fd, token, since = spare.process, spare.read_fd, spare.token, spare.since
+        else:
+            if spare is not None:
+                spare.stop()
+            process, read_fd, token, since = _start(request_path, result_path, child_env)
         log = LogCopier(
             read_fd, Path(log_dir) / "trial.log" if log_dir is not None else None, limit
         )
-        since = time.time()
-        try:
-            process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=write_fd,
-                stderr=subprocess.STDOUT,
-                env=child_environment({**(env or {}), TOKEN_ENV: token}, config.backend),
-                start_new_session=True,
-            )
-        except BaseException:
-            os.close(read_fd)
-            raise
-        finally:
-            os.close(write_fd)
         log.start()
         stopped: tuple[str, str] | None = None
+        untimed = _Untimed(marker, lambda: start_spare(child_env))
         try:
-            stopped = _watch(process, settings.time_limit_seconds, memory_limit, token, since)
+            stopped = _watch(
+                process, settings.time_limit_seconds, memory_limit, token, since, untimed
+            )
         finally:  # on any exit path, including KeyboardInterrupt
             kill_trial(process.pid, token, since)
             process.wait()
             log.finish()
         return _outcome(process.returncode, stopped, result_path, log.tail())
+
+
+def _start(
+    request_path: Path, result_path: Path, env: Mapping[str, str]
+) -> tuple[subprocess.Popen[bytes], int, str, float]:
+    """A fresh trial process for the request: (process, its output's read end, token, start)."""
+    command = [
+        sys.executable,
+        "-m",
+        "autotune.trial.process",
+        str(request_path),
+        str(result_path),
+        str(os.getpid()),
+    ]
+    token = uuid.uuid4().hex
+    read_fd, write_fd = os.pipe()
+    since = time.time()
+    try:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=write_fd,
+            stderr=subprocess.STDOUT,
+            env={**env, TOKEN_ENV: token},
+            start_new_session=True,
+        )
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+    return process, read_fd, token, since
+
+
+@dataclass
+class _Untimed:
+    """Calls ``then`` once, when the trial creates ``marker`` (its timing is over)."""
+
+    marker: Path | None
+    then: Callable[[], None]
+
+    def check(self) -> None:
+        if self.marker is not None and self.marker.exists():
+            self.marker = None
+            self.then()
 
 
 @contextlib.contextmanager
@@ -229,12 +373,18 @@ def _scratch() -> Iterator[Path]:
 
 
 def _watch(
-    process: subprocess.Popen[bytes], time_limit: float, memory_limit: int, token: str, since: float
+    process: subprocess.Popen[bytes],
+    time_limit: float,
+    memory_limit: int,
+    token: str,
+    since: float,
+    untimed: _Untimed,
 ) -> tuple[str, str] | None:
     """Waits for the trial process; stops it past its limits. Returns (kind, why) if stopped."""
     watched = psutil.Process(process.pid)
     deadline = time.monotonic() + time_limit
     while process.poll() is None:
+        untimed.check()
         if time.monotonic() > deadline:
             kill_trial(process.pid, token, since)
             return "timeout", f"trial ran past its time limit of {time_limit:g} s and was stopped"

@@ -1,4 +1,7 @@
-"""Entry point of a trial process: ``python -m autotune.trial.process REQUEST RESULT PARENT_PID``.
+"""Entry point of a trial process: ``python -m autotune.trial.process REQUEST RESULT PARENT_PID``,
+or ``python -m autotune.trial.process --spare PARENT_PID`` for a process started ahead of its
+trial: it imports the Keras backend its environment names, then reads ``REQUEST<TAB>RESULT`` from
+its stdin and goes on as the first form does (an empty stdin: it was not needed, and it exits).
 
 Reads the request (experiment reference, config, settings) from REQUEST, runs the trial and writes
 a JSON outcome to RESULT atomically: ``{"status": "ok", "result": ...}``, ``{"status": "failed",
@@ -14,6 +17,7 @@ import contextlib
 import ctypes
 import json
 import os
+import select
 import signal
 import sys
 import threading
@@ -25,6 +29,8 @@ from typing import Any
 import psutil
 
 PR_SET_PDEATHSIG = 1
+#: Seconds a process started ahead waits for its trial before it exits.
+SPARE_IDLE_SECONDS = 900.0
 PR_SET_CHILD_SUBREAPER = 36
 WATCHDOG_SECONDS = 0.2
 
@@ -71,10 +77,42 @@ def _write(path: Path, outcome: dict[str, Any]) -> None:
     os.replace(partial, path)
 
 
+def _preload() -> None:
+    """Imports what every trial of this process's Keras backend imports (``KERAS_BACKEND`` is
+    fixed at process start), and nothing that depends on a configuration: no TensorFlow context
+    is created, so thread settings can still be applied
+    (:func:`autotune.trial.threads.set_threads`). A backend that cannot be imported is left for
+    the trial to report."""
+    with contextlib.suppress(Exception):
+        import keras  # noqa: F401  (imports the backend: TensorFlow, JAX or PyTorch)
+
+
+def spare(parent_pid: int) -> int:
+    """A process started ahead of its trial: preloads, then waits for its request on stdin (at
+    most :data:`SPARE_IDLE_SECONDS`: a parent that starts no more trials gets it back)."""
+    _die_with_parent(parent_pid)
+    _preload()
+    ready, _, _ = select.select([sys.stdin], [], [], SPARE_IDLE_SECONDS)
+    line = sys.stdin.readline().rstrip("\n") if ready else ""
+    if not line:  # not needed after all
+        return 0
+    request_path, result_path = line.split("\t")
+    return run(Path(request_path), Path(result_path))
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--spare"]:
+        return spare(int(argv[1]))
     request_path, result_path, parent_pid = Path(argv[0]), Path(argv[1]), int(argv[2])
     _die_with_parent(parent_pid)
+    return run(request_path, result_path)
+
+
+def run(request_path: Path, result_path: Path) -> int:
+    """Runs the trial of the request at ``request_path``; its outcome goes to ``result_path``.
+    A request may name an ``untimed_marker`` file, created once nothing more is timed."""
     request = json.loads(request_path.read_text(encoding="utf-8"))
+    marker = request.get("untimed_marker")
 
     from autotune.config import RunSettings, TrialConfig, backend_missing
     from autotune.exceptions import ConfigError
@@ -98,7 +136,8 @@ def main(argv: list[str]) -> int:
         check_backend(config)
 
         try:
-            result = run_trial(experiment, config, settings)
+            untimed = (lambda: Path(marker).touch()) if marker else None
+            result = run_trial(experiment, config, settings, on_untimed=untimed)
         except ConfigError:
             raise
         except BaseException as error:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import resource
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,12 +157,20 @@ def _set_up(experiment: Experiment, config: TrialConfig, settings: RunSettings) 
     )
 
 
-def run_trial(experiment: Experiment, config: TrialConfig, settings: RunSettings) -> RunResult:
+def run_trial(
+    experiment: Experiment,
+    config: TrialConfig,
+    settings: RunSettings,
+    on_untimed: Callable[[], None] | None = None,
+) -> RunResult:
     """Measures one configuration of ``experiment`` in this process.
 
     Phases, in order, each one's wall time (seconds) in ``phase_seconds``: setup; with
     ``measure_throughput``, warm-up and timed windows; then, unless the windows stopped early,
-    the profiled window, the input ablation and the validation curve.
+    the profiled window, the input ablation and the validation curve. ``on_untimed`` is called
+    once nothing more is timed (before the curve, which trains on a fixed budget whatever else
+    runs on the machine), and only when a curve follows: the parent may then start the next
+    trial's process (:mod:`autotune.trial.isolation`).
 
     Raises:
         ExperimentError: the experiment's model or data are unusable (a configuration error).
@@ -199,6 +207,8 @@ def run_trial(experiment: Experiment, config: TrialConfig, settings: RunSettings
                 speed.ablation = _input_ablation(setup, trainer, config, settings, windows.steps)
     curve = _Curve()
     if settings.curve and speed.windows.stopped_early is None:
+        if on_untimed is not None:
+            on_untimed()
         with _timed(phases, "curve"):
             curve = _train_curve(experiment, config, settings, setup)
     phases["total"] = trial.seconds()
