@@ -19,6 +19,7 @@ FailureKind = Literal[
     "oom",  # out of memory: MemoryError, ResourceExhaustedError, RESOURCE_EXHAUSTED, over the limit
     "xla_compile",  # XLA could not compile the training step
     "nan",  # the loss became NaN or infinite
+    "loss_scale",  # mixed_float16's loss scale collapsed (autotune.analysis.loss_scale)
     "exception",  # any other exception raised by the trial
 ]
 FAILURE_KINDS: tuple[str, ...] = get_args(FailureKind)

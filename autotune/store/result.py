@@ -30,10 +30,18 @@ def _plain(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class CurvePoint:
-    """Validation loss after ``samples`` training examples."""
+    """Validation loss after ``samples`` training examples; under loss scaling
+    (``mixed_float16``) also the loss scale there and the training steps skipped since the curve
+    began (non-finite gradients: the scale was halved and the step not applied)."""
 
     samples: int
     val_loss: float
+    loss_scale: float | None = None
+    skipped_steps: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The point as JSON; the loss-scale fields only where they were recorded."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
 
 
 @dataclass(frozen=True)

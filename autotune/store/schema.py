@@ -153,7 +153,13 @@ def _curve(points: Iterable[dict[str, Any]] | None) -> tuple[CurvePoint, ...]:
     for point in points or ():
         stored_as(point, dict, "curve", "a list of JSON objects")
     return tuple(
-        CurvePoint(samples=int(p["samples"]), val_loss=float(p["val_loss"])) for p in points or ()
+        CurvePoint(
+            samples=int(p["samples"]),
+            val_loss=float(p["val_loss"]),
+            loss_scale=None if p.get("loss_scale") is None else float(p["loss_scale"]),
+            skipped_steps=None if p.get("skipped_steps") is None else int(p["skipped_steps"]),
+        )
+        for p in points or ()
     )
 
 

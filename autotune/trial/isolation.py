@@ -268,7 +268,7 @@ def run_isolated(
 
     Raises:
         TrialFailure: the trial failed; ``kind`` says how (signal, exit, timeout, oom,
-            xla_compile, nan, exception) and ``log_tail`` holds the end of its log.
+            xla_compile, nan, loss_scale, exception) and ``log_tail`` holds the end of its log.
         ConfigError: the experiment cannot be loaded or built (not worth retrying).
     """
     reference = reference_of(experiment)

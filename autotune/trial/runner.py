@@ -13,6 +13,7 @@ one cached batch (input ablation). Call it in a fresh process (see
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import resource
 from collections.abc import Callable, Iterator
@@ -25,6 +26,7 @@ import keras
 import tensorflow as tf
 
 from autotune import hardware
+from autotune.analysis.loss_scale import loss_scale_collapse
 from autotune.analysis.profile import ProfileError, ProfileSummary, analyse
 from autotune.analysis.recompilation import Recompilation, detect
 from autotune.config import RunSettings, TrialConfig
@@ -357,6 +359,10 @@ def _train_curve(
     )
     curve: list[CurvePoint] = []
     metrics: dict[str, float] = {}
+    scaler = model.optimizer
+    if not isinstance(scaler, keras.optimizers.LossScaleOptimizer):
+        scaler = None  # no loss scaling: nothing to record
+    applied_at_start = int(scaler.iterations) if scaler is not None else 0
     for step in checkpoint_steps(samples, config.batch_size, settings.checkpoints):
         trainer.run(step - trainer.steps, "curve")
         trainer.sync()  # evaluation reads the model's variables
@@ -370,7 +376,17 @@ def _train_curve(
             raise TrialFailure(
                 "nan", f"validation loss became {metrics['loss']} after {step} curve steps"
             )
-        curve.append(CurvePoint(samples=step * config.batch_size, val_loss=metrics["loss"]))
+        point = CurvePoint(samples=step * config.batch_size, val_loss=metrics["loss"])
+        if scaler is not None:  # the optimizer applies only the steps with finite gradients
+            skipped = trainer.steps - (int(scaler.iterations) - applied_at_start)
+            scale = float(keras.ops.convert_to_numpy(scaler.dynamic_scale))
+            point = dataclasses.replace(point, loss_scale=scale, skipped_steps=skipped)
+        curve.append(point)
+    scales = [p.loss_scale for p in curve if p.loss_scale is not None]
+    skipped = curve[-1].skipped_steps if curve and curve[-1].skipped_steps else 0
+    collapse = loss_scale_collapse(scales, skipped, trainer.steps)
+    if collapse is not None:
+        raise TrialFailure("loss_scale", collapse)
     return _Curve(curve, metrics)
 
 

@@ -10,7 +10,7 @@ closing tag (Rich raises MarkupError on those), and a control character such as 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -23,7 +23,7 @@ from autotune.analysis.profile import BREAKDOWN_COMPONENTS, input_verdict
 from autotune.exceptions import TrialFailure
 from autotune.measure import format_throughput
 from autotune.store.predicted import predicted_from
-from autotune.store.result import RunResult
+from autotune.store.result import CurvePoint, RunResult
 from autotune.store.schema import CURVE_FROM_ATTR
 
 if TYPE_CHECKING:
@@ -203,8 +203,15 @@ def show_result(console: Console, result: RunResult) -> None:
         curve = Table(title="Validation curve")
         curve.add_column("samples seen", justify="right")
         curve.add_column("val loss", justify="right")
+        scaled = any(point.loss_scale is not None for point in result.curve)
+        if scaled:  # mixed_float16: the loss scale's health beside the curve
+            curve.add_column("loss scale", justify="right")
+            curve.add_column("steps skipped", justify="right")
         for point in result.curve:
-            curve.add_row(f"{point.samples:,}", f"{point.val_loss:.4f}")
+            cells = [f"{point.samples:,}", f"{point.val_loss:.4f}"]
+            if scaled:
+                cells += [f"{point.loss_scale or 0:g}", str(point.skipped_steps or 0)]
+            curve.add_row(*cells)
         console.print(curve)
         if result.final_metrics:
             console.print(
@@ -253,7 +260,20 @@ def trial_line(row: TrialRow, memory: bool = False) -> str:
         fidelity += f"  peak {_peak(row)}"
     inputs = f"  {safe(row.verdict_text)}" if row.verdict_text else ""
     recompiled = f"  [bold red]{RECOMPILED}[/]" if row.recompiled else ""
-    return f"{head}  {throughput}  {fidelity}  {verdict}{copy}{inputs}{recompiled}"
+    scale = f"  {loss_scale_text(row.curve)}" if loss_scale_text(row.curve) else ""
+    return f"{head}  {throughput}  {fidelity}  {verdict}{copy}{inputs}{recompiled}{scale}"
+
+
+def loss_scale_text(curve: Sequence[CurvePoint]) -> str:
+    """'loss scale 32768 -> 4096, 3 steps skipped' for a curve trained under loss scaling (its
+    first and last checkpoints); empty without."""
+    scaled = [p for p in curve if p.loss_scale is not None]
+    if not scaled:
+        return ""
+    return (
+        f"loss scale {scaled[0].loss_scale:g} -> {scaled[-1].loss_scale:g}, "
+        f"{scaled[-1].skipped_steps or 0} steps skipped"
+    )
 
 
 def profile_line(number: int, entry: Mapping[str, Any]) -> str:

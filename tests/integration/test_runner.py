@@ -129,6 +129,15 @@ def test_mixed_precision_fixes_the_head(
     assert result.throughput is not None and result.throughput.median > 0
     assert len(result.curve) == settings.checkpoints
     assert all(math.isfinite(point.val_loss) for point in result.curve)
+    # under loss scaling each checkpoint records the scale and the steps skipped so far
+    scales = [point.loss_scale for point in result.curve]
+    skipped = [point.skipped_steps for point in result.curve]
+    if loss_scaling:
+        assert all(scale is not None and scale >= 1.0 for scale in scales), scales
+        assert all(s is not None and s >= 0 for s in skipped) and skipped == sorted(skipped)
+        assert RunResult.from_json(result.to_json()).curve == result.curve
+    else:
+        assert scales == [None] * len(scales) and skipped == [None] * len(skipped)
 
 
 def test_jit_compile_is_recorded(tiny_ref: Callable[..., str], settings: RunSettings) -> None:

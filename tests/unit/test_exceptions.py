@@ -13,7 +13,7 @@ from autotune.exceptions import (
 )
 
 
-def test_failure_kinds_are_the_documented_seven():
+def test_failure_kinds_are_the_documented_eight():
     assert set(FAILURE_KINDS) == {
         "signal",
         "exit",
@@ -21,6 +21,7 @@ def test_failure_kinds_are_the_documented_seven():
         "oom",
         "xla_compile",
         "nan",
+        "loss_scale",
         "exception",
     }
 
