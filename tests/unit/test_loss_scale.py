@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from autotune.analysis.loss_scale import (
     CALIBRATION_STEPS,
     MAX_SKIPPED_SHARE,
@@ -77,3 +79,33 @@ def test_the_trial_line_shows_the_loss_scale() -> None:
 def test_a_collapse_is_a_failure_kind_of_its_own() -> None:
     assert "loss_scale" in FAILURE_KINDS
     assert TrialFailure("loss_scale", "collapsed").kind == "loss_scale"
+
+
+def test_the_report_names_the_loss_scale_beside_the_trial_curve(tmp_path) -> None:
+    from autotune.store.records import load_records
+    from autotune.views.report.curves import curves_info
+    from tests.support.demo_study import fake_study
+    from tests.support.fake_trials import fake_result
+
+    def scaled(reference, config, settings, log_dir) -> RunResult:
+        """The fake world, with float16 as fast as bfloat16 (not stopped) and a loss scale."""
+        if config.precision != "mixed_float16":
+            return fake_result(config, settings)
+        fast = fake_result(dataclasses.replace(config, precision="mixed_bfloat16"), settings)
+        result = dataclasses.replace(fast, config=config)
+        if not result.curve:
+            return result
+        curve = [
+            CurvePoint(p.samples, p.val_loss, loss_scale=2.0**15 / 2**i, skipped_steps=i)
+            for i, p in enumerate(result.curve)
+        ]
+        return dataclasses.replace(result, curve=curve)
+
+    study = fake_study(tmp_path, scaled)
+    study.optuna.enqueue_trial(
+        {"precision": "mixed_float16", "jit_compile": True, "batch_size": 32}
+    )
+    study.optimize(n_trials=1)
+
+    (line,) = curves_info(load_records(study.storage_url), [0]).trials
+    assert line.name == "trial 0 (loss scale 32768 -> 1024, 5 steps skipped)"

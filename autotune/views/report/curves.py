@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 from autotune.store.records import StudyRecords
 from autotune.views import _plotly
 from autotune.views.report._style import _COLORS, BASELINE_POINT, _empty_note, point_key, trace_uid
+from autotune.views.terminal import loss_scale_text
 
 _TRIAL_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 
@@ -64,7 +65,7 @@ def curves_info(records: StudyRecords, numbers: Sequence[int] | None = None) -> 
     trials = [
         CurveLine(
             point_key(r.number),
-            f"trial {r.number}",
+            f"trial {r.number}" + (f" ({scale})" if (scale := loss_scale_text(r.curve)) else ""),
             [p.samples for p in r.curve],
             [p.val_loss for p in r.curve],
         )
