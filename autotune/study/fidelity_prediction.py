@@ -17,6 +17,12 @@ configurations whose learning settings equal the proposal's but for the batch si
   predicted at least as far off. A family whose measured fidelity *falls* with batch size by
   more than the noise (a learning-rate rule that over-corrects, say) predicts nothing.
 
+Thread pools (:data:`NOISE_LEVEL`) count as learning settings for curve reuse (a different
+reduction order gives a different curve), but they change it no more than a seed re-run does, so
+here a configuration that differs from a measured one only in them (and the batch size) belongs
+to its family: at the same batch size it is predicted infeasible only beyond the noise, like a
+larger batch.
+
 What would make it wrong: a fidelity that falls with batch size without this study having
 measured the fall (a non-monotone curve, e.g. a learning rate scaled with the batch so that one
 larger batch matches the baseline better), or a seed noise at the larger batch well above the
@@ -39,7 +45,7 @@ import optuna
 from optuna.trial import TrialState
 
 from autotune import settings
-from autotune.analysis.attribution import changed_settings
+from autotune.analysis.attribution import changed_settings, same_curve
 from autotune.config import TrialConfig
 from autotune.fidelity import NoiseFloor
 from autotune.store import writer
@@ -48,6 +54,10 @@ from autotune.store.schema import BASELINE_KEY, CONFIG_ATTR, FIDELITY_ATTR
 from autotune.study.optuna_tools import set_constraints
 from autotune.study.scoring import prune
 
+#: Settings that change a curve only at the level of a seed re-run: the thread pools change the
+#: order of floating-point reductions (and tf.data's pool not even that), never which examples
+#: are seen or how the weights are updated.
+NOISE_LEVEL = ("intra_op_threads", "inter_op_threads", "private_threadpool_size")
 #: The smallest margin (fidelity units, i.e. seed noise floors) by which a smaller batch's
 #: fidelity must exceed the tolerance to rule out a larger batch: one seed re-run's distance.
 MIN_NOISE_MARGIN = 1.0
@@ -78,7 +88,9 @@ class Prediction:
     Attributes:
         evidence: the measured configuration over the tolerance it is predicted from.
         rise_from: a smaller batch of the same family that measured a lower fidelity (the rise
-            with batch size); None when ``evidence`` trains the proposal's very curve.
+            with batch size); None when ``evidence`` has the proposal's batch size.
+        same_curve: ``evidence`` trains the proposal's very curve (it differs in curve-neutral
+            settings alone); False when it differs in :data:`NOISE_LEVEL` settings too.
         tolerance: the study's tolerance (fidelity units).
         margin: the noise margin the evidence exceeded the tolerance by (fidelity units).
     """
@@ -87,6 +99,7 @@ class Prediction:
     rise_from: Measured | None
     tolerance: float
     margin: float
+    same_curve: bool = True
 
     @property
     def numbers(self) -> tuple[int, ...]:
@@ -102,10 +115,16 @@ class Prediction:
 
     def reason(self) -> str:
         """'predicted infeasible: ...; predicted from trials 2, 5'."""
-        if self.rise_from is None:
+        if self.rise_from is None and self.same_curve:
             why = (
                 f"{self.evidence.describe()} trained the same curve (the same learning "
                 f"settings), over the tolerance {self.tolerance:g}"
+            )
+        elif self.rise_from is None:
+            why = (
+                f"{self.evidence.describe()} learned with the same settings but for thread "
+                f"pools (a difference at the level of a seed re-run), over the tolerance "
+                f"{self.tolerance:g} by more than the noise ({self.margin:.2f})"
             )
         else:
             why = (
@@ -129,7 +148,7 @@ def noise_margin(floor: NoiseFloor) -> float:
 def same_but_batch(a: TrialConfig, b: TrialConfig) -> bool:
     """Whether ``a`` and ``b`` learn with the same settings but for the batch size (as
     :func:`~autotune.analysis.attribution.same_curve` reads the settings table)."""
-    free = {*settings.curve_neutral(), "batch_size"}
+    free = {*settings.curve_neutral(), *NOISE_LEVEL, "batch_size"}
     return all(s in free for s in changed_settings(a, b))
 
 
@@ -149,10 +168,16 @@ def predict(
     """Why ``config`` is predicted infeasible from the ``measured`` configurations (see the
     module's rules), or None when they do not rule it out."""
     family = [m for m in measured if same_but_batch(m.config, config)]
-    same = [m for m in family if m.config.batch_size == config.batch_size]
-    if same:  # its curve is known: the fidelity is exactly that
-        lowest = min(same, key=lambda m: (m.fidelity, m.number))
+    twins = [m for m in family if same_curve(m.config, config)]
+    if twins:  # its curve is known: the fidelity is exactly that
+        lowest = min(twins, key=lambda m: (m.fidelity, m.number))
         return Prediction(lowest, None, tolerance, margin) if lowest.fidelity > tolerance else None
+    near = [m for m in family if m.config.batch_size == config.batch_size]
+    if near:  # its curve within a seed's noise of theirs
+        lowest = min(near, key=lambda m: (m.fidelity, m.number))
+        if lowest.fidelity > tolerance + margin:
+            return Prediction(lowest, None, tolerance, margin, same_curve=False)
+        return None
     if falls_with_batch(family, margin):
         return None
     for evidence in sorted(family, key=lambda m: (-m.fidelity, m.number)):
@@ -214,6 +239,7 @@ def prune_predicted(trial: optuna.Trial, prediction: Prediction) -> NoReturn:
 
 __all__ = [
     "MIN_NOISE_MARGIN",
+    "NOISE_LEVEL",
     "Measured",
     "Prediction",
     "enabled",

@@ -12,8 +12,9 @@ its wall time to the confirmed answer (the command's whole run), its processes (
 ``trial.log`` its runs wrote: baseline seeds, trials, confirmation rounds, seed curves,
 attribution), the seconds its trials stopped early took (a share of the wall time: the target is
 at most 5%), and its answer (``autotune best --json``): the recommended configuration and its
-confirmed speed-up with the interval. Results are appended to results/time_to_answer.md with the
-machine, date, versions and command.
+confirmed speed-up with the interval. Each experiment's result is appended to
+results/time_to_answer.md as soon as both its arms ran, with the machine, date, versions and
+command.
 
     python experiments/benchmarks/time_to_answer.py [--experiments tabular_mlp ...]
         [--space cpu] [--trials 15] [--before bd20a05] [--after HEAD]
@@ -199,12 +200,9 @@ def main() -> None:
     after = source_tree(args.after, args.work) if args.after else REPOSITORY
     sources = {"before": source_tree(args.before, args.work), "after": after}
     after_name = commit_of(args.after) if args.after else "the working tree"
-    sections = [f"`before`: {commit_of(args.before)}; `after`: {after_name}."]
-    sections.append("")
-    for index, experiment in enumerate(args.experiments):
-        sections += one_experiment(index, experiment, sources, args)
-        print("\n".join(sections[-12:]), flush=True)
-    append_results(args.output, sections)
+    arms = f"`before`: {commit_of(args.before)}; `after`: {after_name}."
+    for index, experiment in enumerate(args.experiments):  # one entry each: a long run may stop
+        append_results(args.output, [arms, "", *one_experiment(index, experiment, sources, args)])
 
 
 if __name__ == "__main__":

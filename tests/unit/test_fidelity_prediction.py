@@ -112,6 +112,29 @@ def test_the_same_curve_over_the_tolerance_is_predicted_even_within_the_noise() 
     )
 
 
+def test_thread_pools_join_the_family_but_never_without_the_noise_margin() -> None:
+    """Thread pools change a curve at a seed's noise level: a larger batch with other pools is
+    ruled out by the rise like any other, and the same batch with other pools only beyond the
+    noise (never by the same-curve rule)."""
+    larger = predict(ONE, config(352, intra_op_threads=4, steps_per_execution=64), 1.5, MARGIN)
+    hair = [BASELINE, Measured(4, config(128), 1.8)]
+    beyond = [BASELINE, Measured(4, config(128), 3.6)]
+    pools = config(128, intra_op_threads=2, inter_op_threads=1, private_threadpool_size=2)
+
+    assert larger is not None and larger.numbers == (BASELINE_NUMBER, 1)
+    assert predict(hair, pools, TOLERANCE, MARGIN) is None  # 1.8: within the noise of 1.5
+    same_batch = predict(beyond, pools, TOLERANCE, MARGIN)
+    assert same_batch is not None and same_batch.rise_from is None
+    assert same_batch.reason() == (
+        "predicted infeasible: trial 4 (batch_size=128, fidelity 3.60) learned with the same "
+        "settings but for thread pools (a difference at the level of a seed re-run), over the "
+        "tolerance 1.5 by more than the noise (1.50); predicted from trial 4"
+    )
+    # and a twin of the proposal's curve still decides exactly, before any pool difference
+    twin = [*beyond, Measured(6, config(128, steps_per_execution=4), 1.2)]
+    assert predict(twin, config(128, steps_per_execution=64), TOLERANCE, MARGIN) is None
+
+
 def test_the_noise_margin_is_the_largest_seed_pair_in_floors_at_least_one() -> None:
     assert noise_margin(NOISE) == pytest.approx(max(NOISE.pairs) / NOISE.value)
     assert noise_margin(NoiseFloor(0.1, 0.1, (0.05, 0.06, 0.09))) == MIN_NOISE_MARGIN
