@@ -29,6 +29,7 @@ from autotune.exceptions import ConfigError
 from autotune.measure import Estimate
 from autotune.recipe import Recipe
 from autotune.store.anchors import Anchors, epoch, read_anchors
+from autotune.store.damage import damaged_study, stored_as
 from autotune.store.log_folders import default_log_root
 from autotune.store.objectives import MEMORY
 from autotune.store.profile_facts import (
@@ -54,11 +55,9 @@ from autotune.store.schema import (
     RunFacts,
     TrialRow,
     baseline_of,
-    damaged_study,
     failure_of,
     profile_reruns,
     row_of,
-    stored_as,
 )
 from autotune.store.storage import (
     STUDY_NAME,

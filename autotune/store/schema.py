@@ -33,11 +33,10 @@ Trial user attributes: the keys named ``*_ATTR`` below.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime as dt
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,9 +44,9 @@ from optuna.distributions import distribution_to_json
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.config import TrialConfig
-from autotune.exceptions import ConfigError
 from autotune.fidelity import NoiseFloor
 from autotune.measure import Estimate
+from autotune.store.damage import stored_as
 from autotune.store.objectives import DEFAULT_OBJECTIVES, MIB, peak_memory_bytes
 from autotune.store.profile_facts import (
     ProfileFacts,
@@ -117,32 +116,6 @@ INTERRUPTED_FAILURE = {
     "message": "the trial's worker stopped while it ran (killed, lost heartbeat or Ctrl-C)",
     "log_tail": "",
 }
-
-
-def stored_as(value: Any, kind: type | tuple[type, ...], key: str, what: str) -> Any:
-    """``value`` read back from the storage under ``key`` (or None); ValueError naming ``key``
-    and ``what`` it must be when it is not a ``kind``: a damaged study (:func:`damaged_study`)."""
-    if value is None:
-        return None
-    if not isinstance(value, kind) or isinstance(value, bool):  # no stored value is a bool
-        raise ValueError(f"{key!r} must be {what}. Received: {repr(value)[:80]}")
-    return value
-
-
-@contextlib.contextmanager
-def damaged_study(url: str, name: str, where: str) -> Iterator[None]:
-    """Reports a stored value of the wrong type, read in the block, as a damaged study: one
-    line (ConfigError naming the storage, exit 2) naming the study, ``where`` (a trial, the
-    baseline) and the key."""
-    try:
-        yield
-    except (TypeError, ValueError, KeyError, AttributeError) as error:
-        raise ConfigError(
-            f"{url!r}: study {name!r} is damaged: in {where}, {error} (a stored value of the "
-            "wrong type); autotune does not read or write it. Restore the storage from a copy, "
-            "or start a new study",
-            argument="storage",
-        ) from error
 
 
 _NUMBER = (int, float)
@@ -497,10 +470,8 @@ __all__ = [
     "RunFacts",
     "TrialRow",
     "baseline_of",
-    "damaged_study",
     "failure_of",
     "profile_reruns",
     "row_of",
     "run_facts",
-    "stored_as",
 ]
