@@ -97,6 +97,9 @@ def spare(parent_pid: int) -> int:
     if not line:  # not needed after all
         return 0
     request_path, result_path = line.split("\t")
+    # From here on it is the cold trial process exactly, to the experiment's code too (the
+    # reliability tests' misbehaving experiment reads its request from the command line).
+    sys.argv[1:] = [request_path, result_path, str(parent_pid)]
     return run(Path(request_path), Path(result_path))
 
 
