@@ -18,6 +18,7 @@ from typing import Any
 
 from autotune import settings
 from autotune.exceptions import ConfigError
+from autotune.lr_rules import LrRule
 from autotune.settings import AUTOTUNE, Backend, Precision, Tunable
 
 PRECISIONS: tuple[str, ...] = settings.setting("precision").choices
@@ -156,6 +157,7 @@ class TrialConfig:
     inter_op_threads: int = 0
     private_threadpool_size: int = 0
     backend: Backend = "tensorflow"
+    lr_rule: LrRule = "experiment"
 
     def __post_init__(self) -> None:
         for name in _FIELDS:

@@ -16,12 +16,11 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
+from autotune import lr_rules
 from autotune.exceptions import ExperimentError
-
-LrScaling = Literal["linear", "sqrt", "none"]
-LR_SCALINGS: tuple[str, ...] = get_args(LrScaling)
+from autotune.lr_rules import LR_SCALINGS, LrScaling
 
 #: Data is a zero-argument factory returning an unbatched ``tf.data.Dataset`` of (x, y) pairs,
 #: or a pair of arrays ``(x, y)`` with examples along the first axis.
@@ -124,12 +123,22 @@ class Experiment:
 
     def learning_rate(self, batch_size: int) -> float:
         """The learning rate for ``batch_size`` under this experiment's scaling rule."""
-        ratio = batch_size / self.base_batch_size
-        if self.lr_scaling == "linear":
-            return self.base_learning_rate * ratio
-        if self.lr_scaling == "sqrt":
-            return float(self.base_learning_rate * ratio**0.5)
-        return float(self.base_learning_rate)
+        return lr_rules.scaled_rate(
+            self.base_learning_rate, self.base_batch_size, batch_size, self.lr_scaling
+        )
+
+    def learning_rate_of(self, rule: str, batch_size: int, samples: int) -> lr_rules.LearningRate:
+        """The learning rate of a run of ``samples`` training examples at ``batch_size`` under
+        the ``lr_rule`` setting ``rule`` (:mod:`autotune.lr_rules`; "experiment": this
+        experiment's ``lr_scaling``)."""
+        return lr_rules.learning_rate(
+            rule,
+            experiment_scaling=self.lr_scaling,
+            base_rate=self.base_learning_rate,
+            base_batch_size=self.base_batch_size,
+            batch_size=batch_size,
+            samples=samples,
+        )
 
 
 def short_name_reference(reference: str, short_names: Mapping[str, str]) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from autotune.exceptions import ConfigError
+from autotune.lr_rules import LrRule
 
 Precision = Literal["float32", "mixed_float16", "mixed_bfloat16"]
 #: The Keras 3 backends a trial can run on (set as ``KERAS_BACKEND`` before Keras is imported).
@@ -278,6 +279,19 @@ SETTINGS: tuple[Setting, ...] = (
         process_fixed=True,
         draw_first=0,
         probe=4,
+    ),
+    Setting(
+        "lr_rule",
+        str,
+        "experiment",
+        help="how the learning rate follows the batch size: the experiment's own lr_scaling "
+        "(experiment), linear, sqrt or none, or linear/sqrt reached by a warm-up over the first "
+        "10% of the steps (linear_warmup, sqrt_warmup). It changes what the model learns; a "
+        "study draws it only at batch sizes other than the base (see autotune.lr_rules).",
+        label="learning-rate rule",
+        summary="how the learning rate follows the batch size",
+        short="lr",
+        choices=get_args(LrRule),
     ),
 )
 

@@ -89,11 +89,18 @@ class IntRange:
 Parameter = Choice | IntRange
 
 
-def inactive_parameters(values: Mapping[str, Any]) -> dict[str, Any]:
+def inactive_parameters(
+    values: Mapping[str, Any], base_batch_size: int | None = None
+) -> dict[str, Any]:
     """The parameters a configuration with ``values`` does not draw, with the value each takes:
-    ``jit_compile`` (true) on the JAX backend, which trains through ``jax.jit``. Two trials that
-    differ only in those are the same configuration."""
-    return {"jit_compile": True} if values.get("backend") == "jax" else {}
+    ``jit_compile`` (true) on the JAX backend, which trains through ``jax.jit``; and, given the
+    experiment's ``base_batch_size``, ``lr_rule`` ("experiment") at that batch size, where every
+    rule gives the base learning rate (:mod:`autotune.lr_rules`). Two trials that differ only in
+    those are the same configuration."""
+    inactive: dict[str, Any] = {"jit_compile": True} if values.get("backend") == "jax" else {}
+    if base_batch_size is not None and values.get("batch_size") == base_batch_size:
+        inactive["lr_rule"] = settings.setting("lr_rule").default
+    return inactive
 
 
 @dataclass(frozen=True)
@@ -121,12 +128,13 @@ class SearchSpace:
 
         The backend, precision and jit_compile are drawn before batch size, so a sampler can
         relate the batch sizes that fit in memory to them. On the JAX backend ``jit_compile`` is
-        not drawn: JAX trains through ``jax.jit`` (see :class:`TrialConfig`), so it is true.
+        not drawn: JAX trains through ``jax.jit`` (see :class:`TrialConfig`), so it is true; at
+        ``base_batch_size`` the learning-rate rule is not drawn either (the experiment's).
         """
         values: dict[str, Any] = {"batch_size": base_batch_size}
         for key in settings.draw_order():
             parameter = self.parameters.get(key)
-            fixed = inactive_parameters(values)
+            fixed = inactive_parameters(values, base_batch_size)
             if key in fixed:
                 values[key] = fixed[key]
                 continue

@@ -9,7 +9,11 @@ practitioner's checklist configuration for the machine (:mod:`autotune.study.che
 they are measured, their combination: each probed setting at the value that ran fastest within
 the fidelity tolerance (the baseline's value where no probe beat the baseline), as an engineer
 combines the changes that helped (:func:`combined_config`; a combination on the JAX backend
-compiles with the ``jax.jit`` JAX needs); then a short local search from the best configuration
+compiles with the ``jax.jit`` JAX needs). Where the space searches the learning-rate rule
+(:mod:`autotune.lr_rules`), a probe or the combination at a larger batch that ran faster than
+the baseline but drifted over the tolerance is tried again under each other rule the space holds,
+before anything else (:func:`rule_rescues`): a larger batch often keeps what the model learns
+with a gentler rule or a warm-up. Then a short local search from the best configuration
 measured so far: its one-factor neighbours (:func:`neighbours`), tried one at a time until one
 is faster within the tolerance, which becomes the next centre while rounds remain (at most
 :data:`REFINE_ROUNDS` centres, stored as :data:`REFINED_KEY`). The settings interact: bfloat16
@@ -30,6 +34,7 @@ one made with ``start="random"`` never gets one. No TensorFlow here.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -102,20 +107,26 @@ def _snap(parameter: Parameter | None, value: Any, fallback: Any) -> Any:
     return parameter.low if isinstance(parameter, IntRange) else parameter.values[0]
 
 
-def _in_space(space: SearchSpace, wanted: Mapping[str, Any], base: Mapping[str, Any]) -> dict:
+def _in_space(
+    space: SearchSpace,
+    wanted: Mapping[str, Any],
+    base: Mapping[str, Any],
+    base_batch_size: int | None = None,
+) -> dict:
     """``wanted`` with each value the space searches snapped to it (else ``base``'s); on the
-    JAX backend ``jit_compile`` is true, as :meth:`SearchSpace.sample` makes it."""
+    JAX backend ``jit_compile`` is true, and at ``base_batch_size`` the learning-rate rule the
+    experiment's, as :meth:`SearchSpace.sample` makes them."""
     snapped = {
         key: _snap(space.parameters.get(key), value, base[key]) for key, value in wanted.items()
     }
-    return snapped | inactive_parameters(snapped)
+    return snapped | inactive_parameters(snapped, base_batch_size)
 
 
 def centre_of(space: SearchSpace, base_batch_size: int) -> TrialConfig:
     """The configuration the probes change one setting of: the baseline, moved into the space
     where the space does not hold it."""
     baseline = TrialConfig.baseline(base_batch_size).to_dict()
-    return TrialConfig.from_dict(_in_space(space, baseline, baseline))
+    return TrialConfig.from_dict(_in_space(space, baseline, baseline, base_batch_size))
 
 
 def _probe_values(
@@ -149,13 +160,15 @@ def structured_start(
     probes.append(checklist_config(base_batch_size, hardware).to_dict())
     configs: list[TrialConfig] = []
     for probe in probes:
-        config = TrialConfig.from_dict(_in_space(space, probe, centre))
+        config = TrialConfig.from_dict(_in_space(space, probe, centre, base_batch_size))
         if config.to_dict() != baseline and config not in configs:
             configs.append(config)
     return configs
 
 
-def neighbours(space: SearchSpace, config: TrialConfig) -> list[TrialConfig]:
+def neighbours(
+    space: SearchSpace, config: TrialConfig, base_batch_size: int | None = None
+) -> list[TrialConfig]:
     """``config``'s one-factor neighbours that the space holds, in the order the start tries
     them: each other precision; XLA toggled (on TensorFlow); the batch size doubled and halved
     (rounded to the space); each other value of steps per execution (for a range: its ends);
@@ -177,7 +190,8 @@ def neighbours(space: SearchSpace, config: TrialConfig) -> list[TrialConfig]:
         changes += [{name: v} for v in values if v != centre[name]]
     found: list[TrialConfig] = []
     for change in changes:
-        neighbour = TrialConfig.from_dict(_in_space(space, {**centre, **change}, centre))
+        wanted = {**centre, **change}
+        neighbour = TrialConfig.from_dict(_in_space(space, wanted, centre, base_batch_size))
         if neighbour != config and neighbour not in found:
             found.append(neighbour)
     return found
@@ -188,6 +202,9 @@ def space_params(space: SearchSpace, config: TrialConfig) -> dict[str, Any]:
     backend without ``jit_compile``, which is not drawn there)."""
     values = config.to_dict()
     drawn = [k for k in space.parameters if not (k == "jit_compile" and config.backend == "jax")]
+    rule = space.parameters.get("lr_rule")
+    if rule is not None and config.lr_rule not in space_values(rule):
+        drawn.remove("lr_rule")  # the experiment's rule at the base batch size: not drawn there
     return {key: values[key] for key in drawn}
 
 
@@ -276,6 +293,63 @@ def best_measured(
     return config if speed > centre_speed else None
 
 
+def rule_rescues(
+    space: SearchSpace,
+    candidates: Sequence[TrialConfig],
+    measured: Sequence[tuple[TrialConfig, float, float]],
+    centre_speed: float,
+    tolerance: float,
+    base_batch_size: int,
+) -> list[TrialConfig]:
+    """The start's learning-rate rescues: each of ``candidates`` (the start's configurations)
+    that ``measured`` ((config, samples/s, fidelity)) shows at a batch size other than
+    ``base_batch_size`` with the experiment's rule, over the fidelity ``tolerance`` and faster
+    than ``centre_speed`` (samples/s), fastest first, under each other rule the space holds:
+    the practitioner's "re-tune the learning rate when you raise the batch size"."""
+    parameter = space.parameters.get("lr_rule")
+    if parameter is None:
+        return []
+    default = settings.setting("lr_rule").default
+    drifting = sorted(
+        (
+            (speed, config)
+            for config, speed, fidelity in measured
+            if config in candidates
+            and config.batch_size != base_batch_size
+            and config.lr_rule == default
+            and fidelity > tolerance
+            and speed > centre_speed
+        ),
+        key=lambda pair: -pair[0],
+    )
+    return [
+        dataclasses.replace(config, lr_rule=rule)
+        for _, config in drifting
+        for rule in space_values(parameter)
+        if rule != default
+    ]
+
+
+def _rescue(
+    study: optuna.Study,
+    space: SearchSpace,
+    tolerance: float,
+    starts: Sequence[TrialConfig],
+    tried: set[TrialConfig],
+) -> TrialConfig | None:
+    """The next untried :func:`rule_rescues` configuration of the start's probes and their
+    combination, or None."""
+    measured = _measured(study)
+    _, centre_speed = _centre_and_speed(study, space, measured)
+    stored = study.user_attrs.get(COMBINED_KEY)
+    where = f"study user attribute {COMBINED_KEY}"
+    combined = [TrialConfig.from_dict(stored, where)] if stored else []
+    candidates = [*starts, *combined]
+    base = TrialConfig.from_dict(baseline.stored(study)["config"]).batch_size
+    rescues = rule_rescues(space, candidates, measured, centre_speed, tolerance, base)
+    return next((c for c in rescues if c not in tried), None)
+
+
 def _refine(
     study: optuna.Study, space: SearchSpace, tolerance: float, tried: set[TrialConfig]
 ) -> TrialConfig | None:
@@ -300,7 +374,8 @@ def _refine(
     elif best != refined[-1]:
         return None  # searched around already, and left for a better one since
     baseline_config = TrialConfig.from_dict(baseline.stored(study)["config"])
-    untried = (n for n in neighbours(space, best) if n not in tried and n != baseline_config)
+    around = neighbours(space, best, baseline_config.batch_size)
+    untried = (n for n in around if n not in tried and n != baseline_config)
     return next(untried, None)
 
 
@@ -324,6 +399,10 @@ def enqueue_next(study: optuna.Study, space: SearchSpace, tolerance: float) -> T
         return pending[0]
     if not starts or active:
         return None
+    rescue = _rescue(study, space, tolerance, starts, tried)
+    if rescue is not None:
+        study.enqueue_trial(space_params(space, rescue))
+        return rescue
     if COMBINED_KEY not in study.user_attrs:
         combined = _combine(study, space, tolerance)
         writer.write_combined(study, combined)
@@ -351,6 +430,7 @@ __all__ = [
     "enqueue_next",
     "neighbours",
     "record_start",
+    "rule_rescues",
     "space_params",
     "structured_start",
 ]

@@ -8,6 +8,7 @@ measured. TensorFlow loads only inside the functions that build something.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from collections.abc import Callable
@@ -38,20 +39,32 @@ def _warn_on_other_hardware(recipe: Recipe, differences: list[str], stacklevel: 
 
 
 def _experiment_learning_rate(
-    recorded: float | None, experiment: Experiment, batch_size: int, stacklevel: int
+    recorded: float | None, experiment: Experiment, config: TrialConfig, stacklevel: int
 ) -> float:
-    """``experiment``'s learning rate for ``batch_size`` (its scaling rule, as in a trial);
-    warns when the recipe ``recorded`` another one."""
-    rate = experiment.learning_rate(batch_size)
+    """``experiment``'s learning rate for ``config`` (its batch size under its ``lr_rule``, as
+    in a trial); warns when the recipe ``recorded`` another one."""
+    rate = experiment.learning_rate_of(config.lr_rule, config.batch_size, 0).rate
     if recorded is not None and not math.isclose(rate, recorded, rel_tol=1e-9):
         warnings.warn(
             f"experiment {experiment.name!r} gives learning rate {rate:g} at batch size "
-            f"{batch_size}, but the recipe was measured with {recorded:g}: the experiment's "
-            f"base_learning_rate, base_batch_size or lr_scaling changed since; using {rate:g}",
+            f"{config.batch_size} (lr_rule {config.lr_rule!r}), but the recipe was measured "
+            f"with {recorded:g}: the experiment's base_learning_rate, base_batch_size or "
+            f"lr_scaling changed since; using {rate:g}",
             UserWarning,
             stacklevel=stacklevel + 1,
         )
     return rate
+
+
+def _warmup_steps(recipe: Recipe) -> int:
+    """The warm-up steps the recipe's trial trained with (``effective.lr_warmup_steps``; 0
+    when it had none, or was measured before warm-ups were recorded)."""
+    steps = recipe.effective.get("lr_warmup_steps") or 0
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
+        raise ConfigError(
+            f"recipe effective.lr_warmup_steps must be an integer >= 0. Received: {steps!r}"
+        )
+    return steps
 
 
 def _check_data(data: Any) -> None:
@@ -80,11 +93,14 @@ class AppliedRecipe:
             the recipe nor an experiment gives one.
         hardware_differences: how this machine differs from the one the recipe was measured
             on (see :func:`hardware_differences`); empty on the same hardware.
+        warmup_steps: optimizer steps over which the trial's learning rate rose linearly to
+            ``learning_rate`` (its ``lr_rule`` warmed up: :mod:`autotune.lr_rules`); 0: none.
     """
 
     config: TrialConfig
     learning_rate: float | None
     hardware_differences: tuple[str, ...] = ()
+    warmup_steps: int = 0
 
     @classmethod
     def from_recipe(
@@ -115,10 +131,8 @@ class AppliedRecipe:
         _warn_on_other_hardware(recipe, differences, stacklevel + 1)
         rate = recipe.learning_rate
         if experiment is not None:
-            rate = _experiment_learning_rate(
-                rate, experiment, recipe.config.batch_size, stacklevel + 1
-            )
-        return cls(recipe.config, rate, tuple(differences))
+            rate = _experiment_learning_rate(rate, experiment, recipe.config, stacklevel + 1)
+        return cls(recipe.config, rate, tuple(differences), _warmup_steps(recipe))
 
     @property
     def batch_size(self) -> int:
@@ -134,6 +148,21 @@ class AppliedRecipe:
     def backend(self) -> str:
         """The Keras backend it was measured on: tensorflow or jax (``KERAS_BACKEND``)."""
         return self.config.backend
+
+    def optimizer_learning_rate(self) -> Any:
+        """What to give the optimizer as its learning rate, as a trial gave it:
+        :attr:`learning_rate`, or with a warm-up a Keras schedule
+        (:class:`autotune.trial.lr_schedule.LinearWarmup`) rising to it over
+        :attr:`warmup_steps`. ConfigError when the recipe has no learning rate."""
+        if self.learning_rate is None:
+            raise ConfigError(
+                "the recipe records no learning rate: pass the experiment to autotune.apply()"
+            )
+        if not self.warmup_steps:
+            return self.learning_rate
+        from autotune.trial.lr_schedule import LinearWarmup
+
+        return LinearWarmup(self.learning_rate, self.warmup_steps)
 
     def compile_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``model.compile``, as a trial passes them besides the optimizer,
@@ -204,10 +233,9 @@ class AppliedRecipe:
         keras.utils.set_random_seed(seed)
         train_data, _ = training_pipeline(experiment, self.config, seed)
         model, _ = model_with_float32_head(experiment, train_data)
-        rate = _experiment_learning_rate(
-            self.learning_rate, experiment, self.batch_size, stacklevel=2
-        )
-        compile_model(experiment, self.config, model, rate)
+        rate = _experiment_learning_rate(self.learning_rate, experiment, self.config, 2)
+        applied = dataclasses.replace(self, learning_rate=rate)
+        compile_model(experiment, self.config, model, applied.optimizer_learning_rate())
         return model, train_data
 
 

@@ -11,6 +11,7 @@ import tensorflow as tf
 from autotune.config import TrialConfig
 from autotune.exceptions import ExperimentError
 from autotune.experiment import Experiment
+from autotune.lr_rules import LearningRate
 from autotune.trial.compile_settings import compile_settings
 from autotune.trial.pipeline import PipelineSettings
 from autotune.trial.threads import thread_settings
@@ -112,11 +113,12 @@ def model_with_float32_head(
 
 
 def compile_model(
-    experiment: Experiment, config: TrialConfig, model: keras.Model, learning_rate: float
+    experiment: Experiment, config: TrialConfig, model: keras.Model, learning_rate: Any
 ) -> bool:
     """Compiles ``model`` with the trial's settings (:func:`compile_settings`: ``jit_compile``,
-    loss scaling) and builds its optimizer; returns whether Keras wrapped the optimizer in loss
-    scaling."""
+    loss scaling) and builds its optimizer with ``learning_rate`` (a number, or a Keras
+    schedule: :func:`autotune.trial.lr_schedule.optimizer_learning_rate`); returns whether Keras
+    wrapped the optimizer in loss scaling."""
     optimizer = experiment.optimizer(learning_rate)
     if optimizer is None:
         raise ExperimentError(
@@ -142,15 +144,15 @@ def compile_model(
 def effective_settings(
     config: TrialConfig,
     model: keras.Model,
-    learning_rate: float,
+    learning_rate: LearningRate,
     loss_scaling: bool,
     pipeline_settings: PipelineSettings,
     head: dict[str, Any],
 ) -> dict[str, Any]:
     """The settings that took effect: Keras backend, dtype policy, XLA (``jit_compile``: XLA on
     TensorFlow, ``jax.jit`` on JAX), steps per execution (while timed), TensorFlow's thread
-    counts, loss scaling, learning rate, pipeline (its tf.data pool included) and output
-    head."""
+    counts, loss scaling, learning rate (its rule, scaling and warm-up steps), pipeline (its
+    tf.data pool included) and output head."""
     return {
         "backend": keras.backend.backend(),
         "dtype_policy": keras.config.dtype_policy().name,
@@ -161,7 +163,7 @@ def effective_settings(
         "steps_per_execution": int(model.steps_per_execution),
         **thread_settings(),
         "loss_scaling": loss_scaling,
-        "learning_rate": learning_rate,
+        **learning_rate.to_dict(),
         "pipeline": pipeline_settings.to_dict(),
         **head,
     }

@@ -37,6 +37,7 @@ from autotune.exceptions import (
 )
 from autotune.experiment import Experiment
 from autotune.fidelity import checkpoint_steps
+from autotune.lr_rules import has_warmup
 from autotune.measure import (
     Estimate,
     InputAblation,
@@ -46,6 +47,7 @@ from autotune.measure import (
 )
 from autotune.store.result import CurvePoint, RunResult
 from autotune.trial import backends
+from autotune.trial.lr_schedule import optimizer_learning_rate
 from autotune.trial.model import (
     compile_model,
     effective_settings,
@@ -141,13 +143,15 @@ def _set_up(experiment: Experiment, config: TrialConfig, settings: RunSettings) 
     train_data, pipeline_settings = training_pipeline(experiment, config, settings.seed)
     validation_data = validation_pipeline(experiment)
     model, head = model_with_float32_head(experiment, train_data)
-    learning_rate = experiment.learning_rate(config.batch_size)
-    loss_scaling = compile_model(experiment, config, model, learning_rate)
+    samples = 0  # the curve's budget, which only a warm-up needs (its share of the steps)
+    if has_warmup(config.lr_rule):
+        samples = _curve_samples(experiment, settings, pipeline_settings.train_examples)
+    learning = experiment.learning_rate_of(config.lr_rule, config.batch_size, samples)
+    rate = optimizer_learning_rate(learning)
+    loss_scaling = compile_model(experiment, config, model, rate)
     state = list(model.variables) + list(model.optimizer.variables)
     initial = _snapshot(state)
-    effective = effective_settings(
-        config, model, learning_rate, loss_scaling, pipeline_settings, head
-    )
+    effective = effective_settings(config, model, learning, loss_scaling, pipeline_settings, head)
     return _Setup(
         model,
         train_data,
@@ -338,16 +342,25 @@ def _result(
     )
 
 
-def _train_curve(
-    experiment: Experiment, config: TrialConfig, settings: RunSettings, setup: _Setup
-) -> _Curve:
-    """Trains from the initial weights on a fixed sample budget; validation loss at checkpoints."""
-    samples = settings.curve_samples or experiment.curve_samples or setup.train_examples
+def _curve_samples(
+    experiment: Experiment, settings: RunSettings, train_examples: int | None
+) -> int:
+    """The curve's budget (training examples): the run settings', else the experiment's, else
+    one pass over the training data; ExperimentError when none is known."""
+    samples = settings.curve_samples or experiment.curve_samples or train_examples
     if samples is None:
         raise ExperimentError(
             f"Experiment {experiment.name!r}: the training data's size is unknown, so set "
             "curve_samples (training examples in the fidelity curve run)"
         )
+    return samples
+
+
+def _train_curve(
+    experiment: Experiment, config: TrialConfig, settings: RunSettings, setup: _Setup
+) -> _Curve:
+    """Trains from the initial weights on a fixed sample budget; validation loss at checkpoints."""
+    samples = _curve_samples(experiment, settings, setup.train_examples)
     model = setup.model
     _restore(setup.state, setup.initial)
     model.reset_metrics()

@@ -21,6 +21,7 @@ from rich.table import Table
 from autotune.analysis.head_to_head import Confirmation, ratio_text
 from autotune.analysis.profile import BREAKDOWN_COMPONENTS, input_verdict
 from autotune.exceptions import TrialFailure
+from autotune.lr_rules import rate_text
 from autotune.measure import format_throughput
 from autotune.store.predicted import predicted_from
 from autotune.store.result import CurvePoint, RunResult
@@ -380,7 +381,7 @@ def show_recipe(console: Console, recipe: Recipe) -> None:
     for key, value in recipe.config.to_dict().items():
         table.add_row(safe(key), safe(value))
     if recipe.learning_rate is not None:
-        table.add_row("learning_rate", f"{recipe.learning_rate:g}")
+        table.add_row("learning_rate", rate_text(recipe.learning_rate, recipe.effective))
     if figures.throughput is not None:
         table.add_row("throughput", figures.throughput_text())
     if figures.baseline is not None and not recipe.is_baseline:

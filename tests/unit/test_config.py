@@ -191,6 +191,7 @@ def test_trial_config_to_dict_has_every_field():
         "inter_op_threads": 0,
         "private_threadpool_size": 0,
         "backend": "tensorflow",
+        "lr_rule": "experiment",
     }
 
 

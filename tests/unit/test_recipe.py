@@ -132,6 +132,7 @@ def test_to_dict_has_the_config_as_a_plain_dict():
         "inter_op_threads": 0,
         "private_threadpool_size": 0,
         "backend": "tensorflow",
+        "lr_rule": "experiment",
     }
     json.dumps(data)  # JSON-serialisable as is
 
@@ -635,5 +636,11 @@ def test_readme_training_code_uses_only_what_apply_returns():
         and node.value.id == "applied"
     }
 
-    assert used >= {"pipeline", "float32_output", "compile_kwargs", "learning_rate", "batch_size"}
+    assert used >= {
+        "pipeline",
+        "float32_output",
+        "compile_kwargs",
+        "optimizer_learning_rate",
+        "batch_size",
+    }
     assert all(hasattr(AppliedRecipe, name) or name in {"learning_rate"} for name in used), used

@@ -10,6 +10,7 @@ import html
 import re
 from typing import Any
 
+from autotune.lr_rules import rate_text
 from autotune.measure import format_throughput
 from autotune.store.records import StudyRecords, TrialRow
 
@@ -43,10 +44,10 @@ def parse_point_key(key: object) -> int | None:
 
 def _config_lines(records: StudyRecords, row: TrialRow | None) -> list[str]:
     config = records.baseline.config if row is None else row.config
-    learning_rate = records.baseline.learning_rate if row is None else row.learning_rate
+    run = records.baseline if row is None else row
     lines = [f"{k} = {v}" for k, v in (config.to_dict().items() if config else ())]
-    if learning_rate is not None:
-        lines.append(f"learning_rate = {learning_rate:g}")
+    if run.learning_rate is not None:
+        lines.append(f"learning_rate = {rate_text(run.learning_rate, run.effective)}")
     return lines
 
 

@@ -1,0 +1,98 @@
+"""The learning-rate rule in a real trial (docs/studies.md, "The learning-rate rule"): the rate
+the optimizer applies at each step is the rule's, warm-up included, the trial records it, and
+``autotune.apply`` hands the user's optimizer the same schedule. A tiny MLP on CPU."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import keras
+import numpy as np
+import pytest
+
+from autotune import TrialConfig, hardware
+from autotune.bundled import load_experiment
+from autotune.experiment import Experiment
+from autotune.lr_rules import warmup_steps
+from autotune.recipe import Recipe
+from autotune.trial.applied import apply
+from autotune.trial.lr_schedule import LinearWarmup
+from autotune.trial.runner import run_trial
+
+pytestmark = pytest.mark.slow  # imports TensorFlow and trains
+
+
+@pytest.fixture(autouse=True)
+def float32_policy() -> Iterator[None]:
+    keras.config.set_dtype_policy("float32")
+    yield
+    keras.config.set_dtype_policy("float32")
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_ref) -> Experiment:
+    return load_experiment(tiny_ref("tiny"))  # base batch 32, rate 0.01, lr_scaling "none"
+
+
+@pytest.mark.parametrize(
+    ("rule", "rate", "warmed"),
+    [("experiment", 0.01, False), ("sqrt", 0.02, False), ("linear_warmup", 0.04, True)],
+)
+def test_a_trial_trains_and_records_its_rule(tiny, settings, rule, rate, warmed) -> None:
+    config = TrialConfig(batch_size=128, lr_rule=rule)
+
+    result = run_trial(tiny, config, settings.replace(measure_throughput=False))
+
+    steps = warmup_steps(settings.curve_samples, 128) if warmed else 0
+    assert result.effective["learning_rate"] == pytest.approx(rate)
+    assert result.effective["lr_rule"] == rule
+    assert result.effective["lr_warmup_steps"] == steps
+    assert result.curve and all(math.isfinite(p.val_loss) for p in result.curve)
+
+
+def recipe(config: TrialConfig, learning_rate: float, warmup: int) -> Recipe:
+    return Recipe(
+        config=config,
+        learning_rate=learning_rate,
+        throughput=None,
+        baseline_throughput=None,
+        speedup=None,
+        fidelity=None,
+        tolerance=1.5,
+        experiment="tiny",
+        study="tiny-s",
+        storage="sqlite:///autotune.db",
+        trial=1,
+        effective={"learning_rate": learning_rate, "lr_warmup_steps": warmup},
+        hardware=dict(hardware.hardware()),
+    )
+
+
+def test_apply_gives_the_optimizer_the_warm_up_a_trial_trained_with(tiny) -> None:
+    config = TrialConfig(batch_size=128, lr_rule="linear_warmup")
+    applied = apply(recipe(config, 0.04, 3), tiny)
+
+    schedule = applied.optimizer_learning_rate()
+    model, train = applied.build(tiny)
+    x, y = next(iter(train))
+    seen = []
+    for _ in range(5):  # the optimizer's own rate before each update
+        seen.append(float(model.optimizer.learning_rate))
+        model.train_on_batch(x, y)
+
+    assert applied.learning_rate == pytest.approx(0.04) and applied.warmup_steps == 3
+    assert isinstance(schedule, LinearWarmup)
+    assert isinstance(model.optimizer._learning_rate, LinearWarmup)
+    assert seen == pytest.approx([0.04 / 3, 0.08 / 3, 0.04, 0.04, 0.04])
+    schedules = keras.optimizers.schedules
+    restored = schedules.deserialize(schedules.serialize(schedule))
+    assert float(restored(np.int64(0))) == pytest.approx(0.04 / 3)
+
+
+def test_apply_without_a_warm_up_gives_the_plain_rate(tiny) -> None:
+    applied = apply(recipe(TrialConfig(batch_size=128, lr_rule="sqrt"), 0.02, 0), tiny)
+
+    assert applied.optimizer_learning_rate() == pytest.approx(0.02)
+    model, _ = applied.build(tiny)
+    assert float(model.optimizer.learning_rate) == pytest.approx(0.02)
