@@ -1,0 +1,132 @@
+"""Benchmark: the learning-rate rule as a searched setting (issue 26 item 1), with and without.
+
+Runs ``autotune run EXPERIMENT --space cpu`` twice from fresh folders with the same seed and
+trial budget: once on the bundled ``cpu`` space, once on the same space with ``lr_rule`` added
+(``--rules``; written to the work folder as a space file). For each arm: the largest feasible
+batch size, the number of feasible configurations (scored trials within the tolerance, duplicates
+left out), how many of them train under a rule other than the experiment's, the trials the start
+spent retrying a drifting larger batch under another rule, the wall time, and the answer
+(``autotune best --json``: the recommended configuration and its confirmed speed-up with the
+interval). Results are appended to results/lr_rule.md with the machine, date, versions and
+command.
+
+    python experiments/benchmarks/lr_rule.py [--experiments digits_cnn ...] [--trials 15]
+        [--rules experiment,sqrt,sqrt_warmup,linear_warmup] [--revision HEAD]
+        [--work /tmp/autotune-lr-rule]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import tomllib
+from provenance import append_results  # type: ignore[import-not-found]
+from time_to_answer import (  # type: ignore[import-not-found]
+    answer_text,
+    commit_of,
+    run_arm,
+    source_tree,
+)
+
+from autotune.bundled import resolve_space
+from autotune.space import Choice
+from autotune.store.records import load_records
+
+HERE = Path(__file__).resolve().parent
+RULES = "experiment,sqrt,sqrt_warmup,linear_warmup"
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return str(value)
+
+
+def space_with_rules(folder: Path, rules: list[str]) -> Path:
+    """The bundled ``cpu`` space with ``lr_rule`` searched over ``rules``, as a space file."""
+    cpu = resolve_space("cpu")
+    lines = ['name = "cpu-lr-rule"', f'description = "{cpu.description} And lr_rule."', ""]
+    lines.append("[parameters]")
+    for name, parameter in cpu.parameters.items():
+        if isinstance(parameter, Choice):
+            lines.append(f"{name} = [{', '.join(_toml_value(v) for v in parameter.values)}]")
+        else:
+            low, high, step = parameter.low, parameter.high, parameter.multiple_of
+            lines.append(f"{name} = {{ low = {low}, high = {high}, multiple_of = {step} }}")
+    lines.append(f"lr_rule = [{', '.join(_toml_value(r) for r in rules)}]")
+    lines += ["", "[measure]", *(f"{k} = {_toml_value(v)}" for k, v in cpu.measure.items())]
+    path = folder / "cpu-lr-rule.toml"
+    folder.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tomllib.loads(path.read_text(encoding="utf-8"))  # a file the study can read
+    return path
+
+
+def arm_facts(storage: str) -> dict[str, Any]:
+    """What the rule changed in one arm's stored study."""
+    records = load_records(storage)
+    feasible = records.within(records.tolerance)
+    start_rules = [
+        r for r in records.trials if r.config is not None and r.config.lr_rule != "experiment"
+    ]
+    return {
+        "largest": max((r.config.batch_size for r in feasible if r.config), default=None),
+        "feasible": len(feasible),
+        "feasible_rule": sum(1 for r in feasible if r.config and r.config.lr_rule != "experiment"),
+        "rule_trials": len(start_rules),
+        "base": records.baseline.config.batch_size if records.baseline.config else None,
+    }
+
+
+def one_experiment(
+    experiment: str, source: Path, space_file: Path, args: argparse.Namespace
+) -> list[str]:
+    """Both arms of ``experiment``, with the package tree ``source``: its results section."""
+    rows = []
+    for arm, space in (("without", "cpu"), ("with lr_rule", str(space_file))):
+        args.space = space
+        run = run_arm(arm.replace(" ", "-"), source, experiment, args)
+        folder = args.work / experiment / arm.replace(" ", "-")
+        facts = arm_facts(f"sqlite:///{folder / 'study.db'}")
+        rows.append(
+            f"| {arm} | {facts['largest']} (base {facts['base']}) | {facts['feasible']} | "
+            f"{facts['feasible_rule']} | {facts['rule_trials']} | {run.wall_seconds:,.0f} | "
+            f"{answer_text(run.answer)} |"
+        )
+        print(rows[-1], flush=True)
+    return [
+        f"### {experiment}",
+        "",
+        f"{args.trials} trials, seed {args.seed}, profiling off, code of "
+        f"{commit_of(args.revision)}; rules searched: {args.rules}.",
+        "",
+        "| arm | largest feasible batch | feasible configurations | of them under another rule "
+        "| trials under another rule | wall (s) | answer |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        *rows,
+        "",
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--experiments", nargs="+", default=["digits_cnn"])
+    parser.add_argument("--trials", type=int, default=15)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rules", default=RULES)
+    parser.add_argument("--revision", default="HEAD", help="the commit whose code both arms run")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/autotune-lr-rule"))
+    parser.add_argument("--output", type=Path, default=HERE / "results" / "lr_rule.md")
+    args = parser.parse_args()
+    space_file = space_with_rules(args.work, args.rules.split(","))
+    source = source_tree(args.revision, args.work)  # the working tree may change meanwhile
+    for experiment in args.experiments:
+        append_results(args.output, one_experiment(experiment, source, space_file, args))
+
+
+if __name__ == "__main__":
+    main()
