@@ -202,24 +202,10 @@ def start_spare(env: Mapping[str, str]) -> None:
     global _spare
     if _spare is not None or not prestart_enabled():
         return
-    token = uuid.uuid4().hex
-    read_fd, write_fd = os.pipe()
-    since = time.time()
-    command = [sys.executable, "-m", "autotune.trial.process", "--spare", str(os.getpid())]
     try:
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=write_fd,
-            stderr=subprocess.STDOUT,
-            env={**env, TOKEN_ENV: token},
-            start_new_session=True,
-        )
+        process, read_fd, token, since = _launch(["--spare", str(os.getpid())], env, True)
     except OSError:  # the trial then starts its own process, as without this
-        os.close(read_fd)
         return
-    finally:
-        os.close(write_fd)
     _spare = Spare(process, read_fd, dict(env), token, since)
 
 
@@ -317,21 +303,24 @@ def _start(
     request_path: Path, result_path: Path, env: Mapping[str, str]
 ) -> tuple[subprocess.Popen[bytes], int, str, float]:
     """A fresh trial process for the request: (process, its output's read end, token, start)."""
-    command = [
-        sys.executable,
-        "-m",
-        "autotune.trial.process",
-        str(request_path),
-        str(result_path),
-        str(os.getpid()),
-    ]
+    arguments = [str(request_path), str(result_path), str(os.getpid())]
+    return _launch(arguments, env, False)
+
+
+def _launch(
+    arguments: list[str], env: Mapping[str, str], stdin_pipe: bool
+) -> tuple[subprocess.Popen[bytes], int, str, float]:
+    """``python -m autotune.trial.process ARGUMENTS`` in a session of its own, with ``env`` and a
+    fresh token, its output into a pipe (its stdin a pipe with ``stdin_pipe``, else closed):
+    (process, the output's read end, token, start time). A failed start closes the pipe and
+    raises."""
     token = uuid.uuid4().hex
     read_fd, write_fd = os.pipe()
     since = time.time()
     try:
         process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
+            [sys.executable, "-m", "autotune.trial.process", *arguments],
+            stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
             stdout=write_fd,
             stderr=subprocess.STDOUT,
             env={**env, TOKEN_ENV: token},
