@@ -300,12 +300,15 @@ def rule_rescues(
     centre_speed: float,
     tolerance: float,
     base_batch_size: int,
+    experiment_scaling: str | None = None,
 ) -> list[TrialConfig]:
     """The start's learning-rate rescues: each of ``candidates`` (the start's configurations)
     that ``measured`` ((config, samples/s, fidelity)) shows at a batch size other than
     ``base_batch_size`` with the experiment's rule, over the fidelity ``tolerance`` and faster
     than ``centre_speed`` (samples/s), fastest first, under each other rule the space holds:
-    the practitioner's "re-tune the learning rate when you raise the batch size"."""
+    the practitioner's "re-tune the learning rate when you raise the batch size". The rule that
+    is the experiment's own ``experiment_scaling`` ("sqrt" for an experiment that scales by
+    square root) is left out: it trains the very curve that drifted."""
     parameter = space.parameters.get("lr_rule")
     if parameter is None:
         return []
@@ -326,7 +329,7 @@ def rule_rescues(
         dataclasses.replace(config, lr_rule=rule)
         for _, config in drifting
         for rule in space_values(parameter)
-        if rule != default
+        if rule not in (default, experiment_scaling)
     ]
 
 
@@ -345,8 +348,15 @@ def _rescue(
     where = f"study user attribute {COMBINED_KEY}"
     combined = [TrialConfig.from_dict(stored, where)] if stored else []
     candidates = [*starts, *combined]
-    base = TrialConfig.from_dict(baseline.stored(study)["config"]).batch_size
-    rescues = rule_rescues(space, candidates, measured, centre_speed, tolerance, base)
+    stored_baseline = baseline.stored(study)
+    base = TrialConfig.from_dict(stored_baseline["config"]).batch_size
+    recorded = {  # the experiment's own rule, as the baseline's runs recorded it
+        (run.get("effective") or {}).get("lr_scaling")
+        for run in (stored_baseline.get("runs") or {}).values()
+        if isinstance(run, dict)
+    } - {None}
+    scaling = next(iter(recorded)) if len(recorded) == 1 else None
+    rescues = rule_rescues(space, candidates, measured, centre_speed, tolerance, base, scaling)
     return next((c for c in rescues if c not in tried), None)
 
 

@@ -179,6 +179,9 @@ def test_a_faster_drifting_larger_batch_is_rescued_under_each_other_rule_fastest
         (128, "sqrt_warmup"),
     ]
     assert rule_rescues(RULES, [fast], measured, 1000.0, TOLERANCE, 32)[0].batch_size == 128
+    # The experiment's own rule (sqrt here) trains the curve that drifted: not retried.
+    own = rule_rescues(RULES, [fast], measured, 1000.0, TOLERANCE, 32, experiment_scaling="sqrt")
+    assert [c.lr_rule for c in own] == ["sqrt_warmup"]
     no_rules = SearchSpace("s", {"batch_size": choices(32, 128)})
     assert rule_rescues(no_rules, candidates, measured, 1000.0, TOLERANCE, 32) == []
 
@@ -198,6 +201,8 @@ class RuleRunner:
         if run_settings.stop_below_samples_per_second is not None:
             self.trials.append(config)
         result = fake_result(config, run_settings)
+        scaling = "linear" if config.lr_rule == "experiment" else config.lr_rule.split("_")[0]
+        result = dataclasses.replace(result, effective={**result.effective, "lr_scaling": scaling})
         if config.lr_rule == "experiment":
             return result
         shift = gentler(config) - drift_of(config)
@@ -210,7 +215,7 @@ def test_a_study_tries_the_rules_on_its_drifting_larger_batch_probe_right_after_
 ) -> None:
     space = SearchSpace(
         "rules",
-        {**SPACE.parameters, "lr_rule": choices("experiment", "sqrt", "sqrt_warmup")},
+        {**SPACE.parameters, "lr_rule": choices("experiment", "linear", "sqrt", "sqrt_warmup")},
     )
     runner = RuleRunner()
     study = Study(
@@ -225,7 +230,8 @@ def test_a_study_tries_the_rules_on_its_drifting_larger_batch_probe_right_after_
     study.optimize(n_trials=len(start) + 2)
 
     # Batch 128 (4x) is faster than the baseline but over the tolerance with the experiment's
-    # linear rule (the fake world's drift); the next two trials are it under the other rules.
+    # linear rule (the fake world's drift); the next two trials are it under the other rules,
+    # never under "linear": the baseline recorded that as the experiment's own, the same curve.
     drifting = TrialConfig(batch_size=4 * BASE_BATCH)
     assert drifting in start
     assert runner.trials[len(start) : len(start) + 2] == [
