@@ -5,7 +5,7 @@ Nothing here imports TensorFlow; tests that need it import it themselves.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -40,3 +40,14 @@ def settings() -> RunSettings:
         curve_samples=1024,
         time_limit_seconds=60,
     )
+
+
+@pytest.fixture
+def float32_policy() -> Iterator[None]:
+    """Keras's process-global dtype policy at float32 before and after the test, so a test that
+    sets a mixed policy leaves none behind (Keras is imported only when a test asks for this)."""
+    import keras
+
+    keras.config.set_dtype_policy("float32")
+    yield
+    keras.config.set_dtype_policy("float32")

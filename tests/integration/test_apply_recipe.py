@@ -24,7 +24,10 @@ from autotune.trial.applied import AppliedRecipe, HardwareMismatchWarning, apply
 from autotune.trial.pipeline import training_pipeline
 from tests.support import readme_example
 
-pytestmark = pytest.mark.slow  # imports TensorFlow and trains
+pytestmark = [
+    pytest.mark.slow,  # imports TensorFlow and trains
+    pytest.mark.usefixtures("float32_policy"),
+]
 
 STEPS = 3
 
@@ -37,13 +40,6 @@ CONFIGS = {
         batch_size=48, precision="mixed_float16", num_parallel_calls=2, shuffle_buffer=256
     ),
 }
-
-
-@pytest.fixture(autouse=True)
-def float32_policy() -> Iterator[None]:
-    keras.config.set_dtype_policy("float32")
-    yield
-    keras.config.set_dtype_policy("float32")
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,6 @@ the optimizer applies at each step is the rule's, warm-up included, the trial re
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import keras
 import numpy as np
@@ -20,14 +19,10 @@ from autotune.trial.applied import apply
 from autotune.trial.lr_schedule import LinearWarmup
 from autotune.trial.runner import run_trial
 
-pytestmark = pytest.mark.slow  # imports TensorFlow and trains
-
-
-@pytest.fixture(autouse=True)
-def float32_policy() -> Iterator[None]:
-    keras.config.set_dtype_policy("float32")
-    yield
-    keras.config.set_dtype_policy("float32")
+pytestmark = [
+    pytest.mark.slow,  # imports TensorFlow and trains
+    pytest.mark.usefixtures("float32_policy"),
+]
 
 
 @pytest.fixture(scope="module")

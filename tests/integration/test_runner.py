@@ -5,7 +5,7 @@ process-global, so every test starts and ends with the float32 policy (see ``flo
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import keras
@@ -25,7 +25,10 @@ from autotune.trial.model import ensure_float32_head
 from autotune.trial.pipeline import training_pipeline
 from autotune.trial.runner import run_trial
 
-pytestmark = pytest.mark.slow  # imports TensorFlow and trains
+pytestmark = [
+    pytest.mark.slow,  # imports TensorFlow and trains
+    pytest.mark.usefixtures("float32_policy"),
+]
 
 
 def _run(reference: str, config: TrialConfig, settings: RunSettings) -> RunResult:
@@ -33,13 +36,6 @@ def _run(reference: str, config: TrialConfig, settings: RunSettings) -> RunResul
         return run_trial(load_experiment(reference), config, settings)
     finally:
         keras.config.set_dtype_policy("float32")
-
-
-@pytest.fixture(autouse=True)
-def float32_policy() -> Iterator[None]:
-    keras.config.set_dtype_policy("float32")
-    yield
-    keras.config.set_dtype_policy("float32")
 
 
 @pytest.fixture(scope="module")
