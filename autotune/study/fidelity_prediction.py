@@ -54,10 +54,10 @@ from autotune.store.schema import BASELINE_KEY, CONFIG_ATTR, FIDELITY_ATTR
 from autotune.study.optuna_tools import set_constraints
 from autotune.study.scoring import prune
 
-#: Settings that change a curve only at the level of a seed re-run: the thread pools change the
-#: order of floating-point reductions (and tf.data's pool not even that), never which examples
-#: are seen or how the weights are updated.
-NOISE_LEVEL = ("intra_op_threads", "inter_op_threads", "private_threadpool_size")
+#: Settings that change a curve only at the level of a seed re-run: the thread pools (the
+#: settings table's threads group) change the order of floating-point reductions (and tf.data's
+#: pool not even that), never which examples are seen or how the weights are updated.
+NOISE_LEVEL = settings.in_group(settings.THREADS)
 #: The smallest margin (fidelity units, i.e. seed noise floors) by which a smaller batch's
 #: fidelity must exceed the tolerance to rule out a larger batch: one seed re-run's distance.
 MIN_NOISE_MARGIN = 1.0
@@ -146,8 +146,9 @@ def noise_margin(floor: NoiseFloor) -> float:
 
 
 def same_but_batch(a: TrialConfig, b: TrialConfig) -> bool:
-    """Whether ``a`` and ``b`` learn with the same settings but for the batch size (as
-    :func:`~autotune.analysis.attribution.same_curve` reads the settings table)."""
+    """Whether ``a`` and ``b`` learn with the same settings but for the batch size and the
+    :data:`NOISE_LEVEL` thread pools (the curve-neutral settings as
+    :func:`~autotune.analysis.attribution.same_curve` reads them from the settings table)."""
     free = {*settings.curve_neutral(), *NOISE_LEVEL, "batch_size"}
     return all(s in free for s in changed_settings(a, b))
 

@@ -43,9 +43,8 @@ def parse_point_key(key: object) -> int | None:
 
 
 def _config_lines(records: StudyRecords, row: TrialRow | None) -> list[str]:
-    config = records.baseline.config if row is None else row.config
     run = records.baseline if row is None else row
-    lines = [f"{k} = {v}" for k, v in (config.to_dict().items() if config else ())]
+    lines = [f"{k} = {v}" for k, v in (run.config.to_dict().items() if run.config else ())]
     if run.learning_rate is not None:
         lines.append(f"learning_rate = {rate_text(run.learning_rate, run.effective)}")
     return lines
