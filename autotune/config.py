@@ -18,6 +18,7 @@ from typing import Any
 
 from autotune import settings
 from autotune.exceptions import ConfigError
+from autotune.float32_layers import Float32Layers
 from autotune.lr_rules import LrRule
 from autotune.settings import AUTOTUNE, Backend, Precision, Tunable
 
@@ -158,6 +159,7 @@ class TrialConfig:
     private_threadpool_size: int = 0
     backend: Backend = "tensorflow"
     lr_rule: LrRule = "experiment"
+    float32_layers: Float32Layers = "none"
 
     def __post_init__(self) -> None:
         for name in _FIELDS:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from autotune.exceptions import ConfigError
+from autotune.float32_layers import Float32Layers
 from autotune.lr_rules import LrRule
 
 Precision = Literal["float32", "mixed_float16", "mixed_bfloat16"]
@@ -292,6 +293,19 @@ SETTINGS: tuple[Setting, ...] = (
         summary="how the learning rate follows the batch size",
         short="lr",
         choices=get_args(LrRule),
+    ),
+    Setting(
+        "float32_layers",
+        str,
+        "none",
+        help="the layers a mixed-precision trial keeps in float32 besides its output: none, "
+        "norms (normalisation layers) or norms+attention (and the attention layers, logits and "
+        "softmax included). It changes what the model learns; a study draws it only under a "
+        "mixed policy (see autotune.float32_layers).",
+        label="float32 layers",
+        summary="layers kept in float32 under mixed precision",
+        short="f32",
+        choices=get_args(Float32Layers),
     ),
 )
 

@@ -95,11 +95,15 @@ def inactive_parameters(
     """The parameters a configuration with ``values`` does not draw, with the value each takes:
     ``jit_compile`` (true) on the JAX backend, which trains through ``jax.jit``; and, given the
     experiment's ``base_batch_size``, ``lr_rule`` ("experiment") at that batch size, where every
-    rule gives the base learning rate (:mod:`autotune.lr_rules`). Two trials that differ only in
-    those are the same configuration."""
+    rule gives the base learning rate (:mod:`autotune.lr_rules`); ``float32_layers`` ("none")
+    under float32, where every layer is float32 already (:mod:`autotune.float32_layers`). Two
+    trials that differ only in those are the same configuration."""
     inactive: dict[str, Any] = {"jit_compile": True} if values.get("backend") == "jax" else {}
     if base_batch_size is not None and values.get("batch_size") == base_batch_size:
         inactive["lr_rule"] = settings.setting("lr_rule").default
+    precision = settings.setting("precision")
+    if values.get("precision", precision.default) == precision.default:
+        inactive["float32_layers"] = settings.setting("float32_layers").default
     return inactive
 
 
@@ -129,7 +133,8 @@ class SearchSpace:
         The backend, precision and jit_compile are drawn before batch size, so a sampler can
         relate the batch sizes that fit in memory to them. On the JAX backend ``jit_compile`` is
         not drawn: JAX trains through ``jax.jit`` (see :class:`TrialConfig`), so it is true; at
-        ``base_batch_size`` the learning-rate rule is not drawn either (the experiment's).
+        ``base_batch_size`` the learning-rate rule is not drawn either (the experiment's), nor
+        under float32 the float32 layers (none).
         """
         values: dict[str, Any] = {"batch_size": base_batch_size}
         for key in settings.draw_order():

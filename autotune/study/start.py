@@ -12,8 +12,9 @@ combines the changes that helped (:func:`combined_config`; a combination on the 
 compiles with the ``jax.jit`` JAX needs). Where the space searches the learning-rate rule
 (:mod:`autotune.lr_rules`), a probe or the combination at a larger batch that ran faster than
 the baseline but drifted over the tolerance is tried again under each other rule the space holds,
-before anything else (:func:`rule_rescues`): a larger batch often keeps what the model learns
-with a gentler rule or a warm-up. Then a short local search from the best configuration
+before anything else; and a faster mixed-precision one that drifted where float32 at the same
+batch did not, with the layers the practice names kept in float32 (:mod:`autotune.study.rescues`,
+:mod:`autotune.float32_layers`). Then a short local search from the best configuration
 measured so far: its one-factor neighbours (:func:`neighbours`), tried one at a time until one
 is faster within the tolerance, which becomes the next centre while rounds remain (at most
 :data:`REFINE_ROUNDS` centres, stored as :data:`REFINED_KEY`). The settings interact: bfloat16
@@ -34,14 +35,13 @@ one made with ``start="random"`` never gets one. No TensorFlow here.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import optuna
 from optuna.trial import TrialState
 
-from autotune import settings
+from autotune import float32_layers, settings
 from autotune.analysis.attribution import changed_settings
 from autotune.config import TrialConfig
 from autotune.exceptions import ConfigError
@@ -56,6 +56,7 @@ from autotune.store import writer
 from autotune.store.anchors import epoch
 from autotune.store.schema import COMBINED_KEY, CONFIG_ATTR, REFINED_KEY, START_KEY
 from autotune.study import anchor, baseline
+from autotune.study import rescues as rescue
 from autotune.study.checklist import checklist_config
 
 START_MODES = ("structured", "random")
@@ -198,10 +199,12 @@ def neighbours(
 
 
 def space_params(space: SearchSpace, config: TrialConfig) -> dict[str, Any]:
-    """The Optuna parameters that make :meth:`SearchSpace.sample` return ``config`` (on the JAX
-    backend without ``jit_compile``, which is not drawn there)."""
+    """The Optuna parameters that make :meth:`SearchSpace.sample` return ``config``, without
+    those its configuration does not draw (:func:`inactive_parameters`: ``jit_compile`` on the
+    JAX backend, ``float32_layers`` under float32, ``lr_rule`` at the base batch size)."""
     values = config.to_dict()
-    drawn = [k for k in space.parameters if not (k == "jit_compile" and config.backend == "jax")]
+    inactive = inactive_parameters(values)
+    drawn = [k for k in space.parameters if k not in inactive]
     rule = space.parameters.get("lr_rule")
     if rule is not None and config.lr_rule not in space_values(rule):
         drawn.remove("lr_rule")  # the experiment's rule at the base batch size: not drawn there
@@ -293,46 +296,6 @@ def best_measured(
     return config if speed > centre_speed else None
 
 
-def rule_rescues(
-    space: SearchSpace,
-    candidates: Sequence[TrialConfig],
-    measured: Sequence[tuple[TrialConfig, float, float]],
-    centre_speed: float,
-    tolerance: float,
-    base_batch_size: int,
-    experiment_scaling: str | None = None,
-) -> list[TrialConfig]:
-    """The start's learning-rate rescues: each of ``candidates`` (the start's configurations)
-    that ``measured`` ((config, samples/s, fidelity)) shows at a batch size other than
-    ``base_batch_size`` with the experiment's rule, over the fidelity ``tolerance`` and faster
-    than ``centre_speed`` (samples/s), fastest first, under each other rule the space holds:
-    the practitioner's "re-tune the learning rate when you raise the batch size". The rule that
-    is the experiment's own ``experiment_scaling`` ("sqrt" for an experiment that scales by
-    square root) is left out: it trains the very curve that drifted."""
-    parameter = space.parameters.get("lr_rule")
-    if parameter is None:
-        return []
-    default = settings.setting("lr_rule").default
-    drifting = sorted(
-        (
-            (speed, config)
-            for config, speed, fidelity in measured
-            if config in candidates
-            and config.batch_size != base_batch_size
-            and config.lr_rule == default
-            and fidelity > tolerance
-            and speed > centre_speed
-        ),
-        key=lambda pair: -pair[0],
-    )
-    return [
-        dataclasses.replace(config, lr_rule=rule)
-        for _, config in drifting
-        for rule in space_values(parameter)
-        if rule not in (default, experiment_scaling)
-    ]
-
-
 def _rescue(
     study: optuna.Study,
     space: SearchSpace,
@@ -340,8 +303,8 @@ def _rescue(
     starts: Sequence[TrialConfig],
     tried: set[TrialConfig],
 ) -> TrialConfig | None:
-    """The next untried :func:`rule_rescues` configuration of the start's probes and their
-    combination, or None."""
+    """The next untried rescue (:mod:`autotune.study.rescues`: a learning-rate rule, then
+    float32 layers) of the start's probes and their combination, or None."""
     measured = _measured(study)
     _, centre_speed = _centre_and_speed(study, space, measured)
     stored = study.user_attrs.get(COMBINED_KEY)
@@ -349,14 +312,21 @@ def _rescue(
     combined = [TrialConfig.from_dict(stored, where)] if stored else []
     candidates = [*starts, *combined]
     stored_baseline = baseline.stored(study)
-    base = TrialConfig.from_dict(stored_baseline["config"]).batch_size
-    recorded = {  # the experiment's own rule, as the baseline's runs recorded it
-        (run.get("effective") or {}).get("lr_scaling")
+    base = TrialConfig.from_dict(stored_baseline["config"])
+    effective = [  # what the baseline's runs recorded: the experiment's rule, the model's layers
+        run.get("effective") or {}
         for run in (stored_baseline.get("runs") or {}).values()
         if isinstance(run, dict)
-    } - {None}
-    scaling = next(iter(recorded)) if len(recorded) == 1 else None
-    rescues = rule_rescues(space, candidates, measured, centre_speed, tolerance, base, scaling)
+    ]
+    scalings = {e.get("lr_scaling") for e in effective} - {None}
+    scaling = next(iter(scalings)) if len(scalings) == 1 else None
+    counts = next((c for c in map(float32_layers.available, effective) if c is not None), None)
+    rescues = [
+        *rescue.rule_rescues(
+            space, candidates, measured, centre_speed, tolerance, base.batch_size, scaling
+        ),
+        *rescue.island_rescues(space, candidates, measured, centre_speed, tolerance, base, counts),
+    ]
     return next((c for c in rescues if c not in tried), None)
 
 
@@ -440,7 +410,6 @@ __all__ = [
     "enqueue_next",
     "neighbours",
     "record_start",
-    "rule_rescues",
     "space_params",
     "structured_start",
 ]

@@ -196,8 +196,10 @@ class AppliedRecipe:
 
     def float32_output(self, model: Any, inputs: Any) -> Any:
         """``model`` with float32 outputs, fixed as a trial fixes it under a mixed policy (the
-        last layer's dtype policy set to float32, else the outputs cast by a wrapper); the same
-        model under float32. ``inputs`` is one batch of model inputs, e.g.
+        last layer's dtype policy set to float32, else the outputs cast by a wrapper), and the
+        layers the recipe's ``float32_layers`` names set to float32 as in its trial
+        (:mod:`autotune.float32_layers`); the same model under float32. ``inputs`` is one batch
+        of model inputs, e.g.
         ``next(iter(dataset))[0]``. Build the model after :func:`apply`: a model built under
         another dtype policy is refused with a :class:`ConfigError`."""
         policy = getattr(getattr(model, "dtype_policy", None), "name", None)
@@ -206,16 +208,18 @@ class AppliedRecipe:
                 f"model must be built after autotune.apply(), under the recipe's dtype policy "
                 f"{self.config.precision!r}. Received: model.dtype_policy={policy!r}"
             )
+        from autotune.trial.layer_policies import keep_float32
         from autotune.trial.model import ensure_float32_head
 
+        keep_float32(model, self.config.float32_layers)
         fixed, _ = ensure_float32_head(model, inputs)
         return fixed
 
     def build(self, experiment: Experiment, seed: int = 0) -> tuple[Any, Any]:
         """``experiment``'s compiled model and training stream, made exactly as a trial makes
-        them with ``seed``: dtype policy and seed set, pipeline, model with its float32 head,
-        compiled with the experiment's optimizer at :attr:`learning_rate`-for-the-batch-size
-        and :meth:`compile_kwargs`."""
+        them with ``seed``: dtype policy and seed set, pipeline, model with its float32 head
+        and float32 layers, compiled with the experiment's optimizer at
+        :attr:`learning_rate`-for-the-batch-size and :meth:`compile_kwargs`."""
         if not isinstance(experiment, Experiment):
             raise ConfigError(
                 "experiment must be an autotune.Experiment. "
@@ -232,7 +236,7 @@ class AppliedRecipe:
         keras.config.set_dtype_policy(self.config.precision)
         keras.utils.set_random_seed(seed)
         train_data, _ = training_pipeline(experiment, self.config, seed)
-        model, _ = model_with_float32_head(experiment, train_data)
+        model, _ = model_with_float32_head(experiment, train_data, self.config.float32_layers)
         rate = _experiment_learning_rate(self.learning_rate, experiment, self.config, 2)
         applied = dataclasses.replace(self, learning_rate=rate)
         compile_model(experiment, self.config, model, applied.optimizer_learning_rate())

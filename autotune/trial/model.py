@@ -13,6 +13,7 @@ from autotune.exceptions import ExperimentError
 from autotune.experiment import Experiment
 from autotune.lr_rules import LearningRate
 from autotune.trial.compile_settings import compile_settings
+from autotune.trial.layer_policies import keep_float32
 from autotune.trial.pipeline import PipelineSettings
 from autotune.trial.threads import thread_settings
 
@@ -98,18 +99,22 @@ def check_output_matches_labels(experiment: Experiment, model: keras.Model, x: A
 
 
 def model_with_float32_head(
-    experiment: Experiment, train_data: tf.data.Dataset
+    experiment: Experiment, train_data: tf.data.Dataset, float32_layers: str = "none"
 ) -> tuple[keras.Model, dict[str, Any]]:
-    """Builds the experiment's model, checks it against one training batch and makes its outputs
-    float32 (see :func:`ensure_float32_head`). On JAX the batch is read as numpy arrays, as the
-    JAX trainer reads every batch."""
+    """Builds the experiment's model, checks it against one training batch, keeps the layers
+    ``float32_layers`` names in float32 (:func:`autotune.trial.layer_policies.keep_float32`)
+    and makes its outputs float32 (see :func:`ensure_float32_head`); returns the model and
+    what both record. On JAX the batch is read as numpy arrays, as the JAX trainer reads every
+    batch."""
     if keras.backend.backend() == "jax":
         x, y = next(train_data.take(1).as_numpy_iterator())[:2]
     else:
         x, y = next(iter(train_data))[:2]
     model = build_model(experiment)
     check_output_matches_labels(experiment, model, x, y)
-    return ensure_float32_head(model, x)
+    kept = keep_float32(model, float32_layers)
+    fixed, head = ensure_float32_head(model, x)
+    return fixed, {**kept, **head}
 
 
 def compile_model(
@@ -152,7 +157,7 @@ def effective_settings(
     """The settings that took effect: Keras backend, dtype policy, XLA (``jit_compile``: XLA on
     TensorFlow, ``jax.jit`` on JAX), steps per execution (while timed), TensorFlow's thread
     counts, loss scaling, learning rate (its rule, scaling and warm-up steps), pipeline (its
-    tf.data pool included) and output head."""
+    tf.data pool included), the layers kept in float32 and the output head."""
     return {
         "backend": keras.backend.backend(),
         "dtype_policy": keras.config.dtype_policy().name,

@@ -142,7 +142,7 @@ def _set_up(experiment: Experiment, config: TrialConfig, settings: RunSettings) 
     keras.utils.set_random_seed(settings.seed)
     train_data, pipeline_settings = training_pipeline(experiment, config, settings.seed)
     validation_data = validation_pipeline(experiment)
-    model, head = model_with_float32_head(experiment, train_data)
+    model, head = model_with_float32_head(experiment, train_data, config.float32_layers)
     samples = 0  # the curve's budget, which only a warm-up needs (its share of the steps)
     if has_warmup(config.lr_rule):
         samples = _curve_samples(experiment, settings, pipeline_settings.train_examples)

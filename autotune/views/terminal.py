@@ -21,6 +21,7 @@ from rich.table import Table
 from autotune.analysis.head_to_head import Confirmation, ratio_text
 from autotune.analysis.profile import BREAKDOWN_COMPONENTS, input_verdict
 from autotune.exceptions import TrialFailure
+from autotune.float32_layers import layers_text
 from autotune.lr_rules import rate_text
 from autotune.measure import format_throughput
 from autotune.store.predicted import predicted_from
@@ -187,6 +188,8 @@ def show_result(console: Console, result: RunResult) -> None:
     summary.add_row(
         "output layer", safe(f"{head}" + (f" -> float32 (fixed: {fix})" if fix else ""))
     )
+    if (kept := layers_text(result.effective)) is not None:
+        summary.add_row("float32 layers", safe(kept))
     pipeline = result.effective.get("pipeline", {})
     summary.add_row("pipeline", safe(", ".join(f"{k}={v}" for k, v in pipeline.items())))
     summary.add_row(
@@ -382,6 +385,8 @@ def show_recipe(console: Console, recipe: Recipe) -> None:
         table.add_row(safe(key), safe(value))
     if recipe.learning_rate is not None:
         table.add_row("learning_rate", rate_text(recipe.learning_rate, recipe.effective))
+    if (kept := layers_text(recipe.effective)) is not None:
+        table.add_row("float32 layers", safe(kept))
     if figures.throughput is not None:
         table.add_row("throughput", figures.throughput_text())
     if figures.baseline is not None and not recipe.is_baseline:

@@ -192,6 +192,7 @@ def test_trial_config_to_dict_has_every_field():
         "private_threadpool_size": 0,
         "backend": "tensorflow",
         "lr_rule": "experiment",
+        "float32_layers": "none",
     }
 
 

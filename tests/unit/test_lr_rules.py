@@ -19,7 +19,8 @@ from autotune.lr_rules import LR_RULES, WARMUP_SHARE, has_warmup, learning_rate,
 from autotune.space import IntRange, SearchSpace, choices, inactive_parameters
 from autotune.store.schema import START_KEY
 from autotune.study import Study
-from autotune.study.start import rule_rescues, space_params, structured_start
+from autotune.study.rescues import rule_rescues
+from autotune.study.start import space_params, structured_start
 from tests.support.demo_study import write_experiment
 from tests.support.fake_trials import BASE_BATCH, SPACE, TOLERANCE, drift_of, fake_result
 
@@ -139,8 +140,9 @@ def test_the_rule_is_not_drawn_at_the_base_batch_size():
         study.tell(trial, 1.0)
 
     assert drawn == {32: {"experiment"}, 128: {"experiment", "sqrt", "sqrt_warmup"}}
-    assert inactive_parameters({"batch_size": 32}, 32) == {"lr_rule": "experiment"}
-    assert inactive_parameters({"batch_size": 64}, 32) == {}
+    bf16 = {"precision": "mixed_bfloat16"}
+    assert inactive_parameters({"batch_size": 32, **bf16}, 32) == {"lr_rule": "experiment"}
+    assert inactive_parameters({"batch_size": 64, **bf16}, 32) == {}
 
 
 def test_an_enqueued_base_batch_configuration_gives_no_rule_the_space_lacks():

@@ -133,6 +133,7 @@ def test_to_dict_has_the_config_as_a_plain_dict():
         "private_threadpool_size": 0,
         "backend": "tensorflow",
         "lr_rule": "experiment",
+        "float32_layers": "none",
     }
     json.dumps(data)  # JSON-serialisable as is
 

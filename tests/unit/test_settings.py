@@ -107,6 +107,7 @@ def test_the_derived_names_are_the_tables() -> None:
         "steps_per_execution",
         *THREAD_SETTINGS,
         "lr_rule",
+        "float32_layers",
     )
     assert drawn == PARAMETERS
     assert settings.names() == attribution.SETTINGS
@@ -185,7 +186,7 @@ def test_an_added_setting_is_listed_by_trial_help(with_fake) -> None:
     assert result.exit_code == 0, result.output
     help_text = " ".join(result.output.split())  # as wrapped to the terminal
     assert "Keys: batch_size, precision, jit_compile," in help_text
-    assert "private_threadpool_size, backend, lr_rule, fake_knob." in help_text
+    assert "private_threadpool_size, backend, lr_rule, float32_layers, fake_knob." in help_text
 
 
 def test_an_added_setting_is_in_the_json_schema_and_the_derived_sets(with_fake) -> None:

@@ -175,6 +175,7 @@ def test_the_hparams_plugin_lists_every_run_as_a_session_with_its_values_and_met
         "private_threadpool_size": 0.0,
         "backend": "tensorflow",
         "lr_rule": "experiment",
+        "float32_layers": "none",
         "role": "trial",
     }
     assert metric_values(trial_1) == pytest.approx(

@@ -10,6 +10,7 @@ import html
 import re
 from typing import Any
 
+from autotune.float32_layers import layers_text
 from autotune.lr_rules import rate_text
 from autotune.measure import format_throughput
 from autotune.store.records import StudyRecords, TrialRow
@@ -47,6 +48,8 @@ def _config_lines(records: StudyRecords, row: TrialRow | None) -> list[str]:
     lines = [f"{k} = {v}" for k, v in (run.config.to_dict().items() if run.config else ())]
     if run.learning_rate is not None:
         lines.append(f"learning_rate = {rate_text(run.learning_rate, run.effective)}")
+    if (kept := layers_text(run.effective)) is not None:
+        lines.append(f"float32 layers = {kept}")
     return lines
 
 
