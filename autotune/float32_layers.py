@@ -67,14 +67,21 @@ def changes_more(value: str, than: str, counts: Mapping[str, int] | None) -> boo
     return any(counts.get(kind, 0) > 0 for kind in added)
 
 
+#: How many layer names :func:`layers_text` shows before "and N more".
+SHOWN_NAMES = 3
+
+
 def layers_text(effective: Mapping[str, Any]) -> str | None:
-    """The layers a run kept in float32, for people ("2 layers: layer_norm, layer_norm_1");
-    None where it kept none or does not say."""
+    """The layers a run kept in float32, for people ("2 layers: layer_norm, layer_norm_1";
+    "7 layers: norm, norm_1, norm_2 and 4 more"); None where it kept none or does not say."""
     changed = effective.get(CHANGED_KEY)
     if not isinstance(changed, list) or not changed:
         return None
-    names = ", ".join(str(name) for name in changed)
-    return f"{len(changed)} layer{'s' if len(changed) != 1 else ''}: {names}"
+    names = ", ".join(str(name) for name in changed[:SHOWN_NAMES])
+    more = len(changed) - SHOWN_NAMES
+    return f"{len(changed)} layer{'s' if len(changed) != 1 else ''}: {names}" + (
+        f" and {more} more" if more > 0 else ""
+    )
 
 
 __all__ = [
@@ -82,6 +89,7 @@ __all__ = [
     "CHANGED_KEY",
     "FLOAT32_LAYERS",
     "KINDS",
+    "SHOWN_NAMES",
     "Float32Layers",
     "available",
     "changes_more",

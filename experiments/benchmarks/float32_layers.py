@@ -8,6 +8,9 @@ where it drifts, it retries it with the layers kept in float32 (``autotune.study
 else the search draws the other values. For each trial: its configuration, the layers it kept in
 float32, its throughput (samples/s, median and CI of its timed windows), the ratio to the mixed
 trial without float32 layers (the cost), its fidelity, and the answer (``autotune best --json``).
+A trial the study stopped early as slower than the baseline has no curve there; its fidelity is
+then measured here, by one more ``autotune trial`` of its configuration (seed 0, the study's
+curve settings) scored against the study's baseline and noise floor.
 Results are appended to results/float32_layers.md with the machine, date, versions and command.
 
     python experiments/benchmarks/float32_layers.py [--experiments transformer ...]
@@ -17,19 +20,23 @@ Results are appended to results/float32_layers.md with the machine, date, versio
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from provenance import append_results  # type: ignore[import-not-found]
 from time_to_answer import (  # type: ignore[import-not-found]
+    _autotune,
     answer_text,
     commit_of,
     run_arm,
     source_tree,
 )
 
+from autotune.config import TrialConfig
+from autotune.fidelity import fidelity_distance
 from autotune.float32_layers import FLOAT32_LAYERS, layers_text
 from autotune.measure import format_throughput
-from autotune.store.records import load_records
+from autotune.store.records import StudyRecords, load_records
 
 HERE = Path(__file__).resolve().parent
 
@@ -46,6 +53,26 @@ def space_file(folder: Path, precision: str) -> Path:
     path = folder / "float32-layers.toml"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def curve_fidelity(
+    experiment: str, config: TrialConfig, records: StudyRecords, source: Path, folder: Path
+) -> float | None:
+    """The fidelity of one ``autotune trial`` of ``config`` (throughput not measured) against
+    the study's baseline curve and noise floor; None when the trial fails."""
+    baseline = records.baseline
+    if baseline.noise_floor is None or not baseline.curve:
+        return None
+    run = _autotune(
+        source, folder, "trial", experiment, "--config", json.dumps(config.to_dict()),
+        "--curve-samples", str(baseline.curve[-1].samples), "--windows", "1", "--json",
+    )  # fmt: skip
+    answer = json.loads(run.stdout) if run.returncode == 0 and run.stdout.strip() else {}
+    if answer.get("status") != "ok":
+        return None
+    curve = [(p["samples"], p["val_loss"]) for p in answer["result"]["curve"]]
+    reference = [(p.samples, p.val_loss) for p in baseline.curve]
+    return fidelity_distance(curve, reference, baseline.noise_floor)
 
 
 def one_experiment(experiment: str, source: Path, args: argparse.Namespace) -> list[str]:
@@ -68,6 +95,11 @@ def one_experiment(experiment: str, source: Path, args: argparse.Namespace) -> l
             else "-"
         )
         fidelity = "-" if row.fidelity is None else f"{row.fidelity:.2f}"
+        if row.fidelity is None:  # stopped early in the study: its curve measured here
+            folder = args.work / experiment / f"curve-{row.number}"
+            folder.mkdir(parents=True, exist_ok=True)
+            measured = curve_fidelity(experiment, row.config, records, source, folder)
+            fidelity = "failed" if measured is None else f"{measured:.2f} (curve run here)"
         rows.append(
             f"| {row.number} | `{row.config.describe()}` | {layers_text(row.effective) or '-'} | "
             f"{format_throughput(row.throughput)} | {cost} | {fidelity} |"

@@ -55,6 +55,9 @@ def test_each_value_keeps_its_kinds_and_more_than_the_one_before() -> None:
 def test_a_run_says_what_it_kept_and_what_its_model_has() -> None:
     effective = {CHANGED_KEY: ["layer_norm", "mha"], AVAILABLE_KEY: {"norms": 1, "attention": 1}}
     assert layers_text(effective) == "2 layers: layer_norm, mha"
+    many = {CHANGED_KEY: [f"norm_{i}" for i in range(7)]}
+    assert layers_text(many) == "7 layers: norm_0, norm_1, norm_2 and 4 more"
+    assert layers_text({CHANGED_KEY: ["norm"]}) == "1 layer: norm"
     assert layers_text({CHANGED_KEY: []}) is None
     assert layers_text({}) is None
     assert available(effective) == {"norms": 1, "attention": 1}
