@@ -22,8 +22,10 @@ from autotune import lr_rules
 from autotune.exceptions import ExperimentError
 from autotune.lr_rules import LR_SCALINGS, LrScaling
 
-#: Data is a zero-argument factory returning an unbatched ``tf.data.Dataset`` of (x, y) pairs,
-#: or a pair of arrays ``(x, y)`` with examples along the first axis.
+#: Data is a zero-argument factory returning a ``tf.data.Dataset`` of (x, y) pairs (a batched
+#: one is unbatched: the trial batches at its own batch size), a ``keras.utils.PyDataset`` of
+#: known length, or (x, y) arrays; or a pair of arrays ``(x, y)`` with examples along the first
+#: axis (see :mod:`autotune.trial.data_forms`).
 Data = Callable[[], Any] | tuple[Any, Any]
 
 
@@ -35,8 +37,8 @@ class Experiment:
         name: short name shown in reports.
         model: zero-argument factory returning an uncompiled ``keras.Model``; it is called after
             the dtype policy is set, so layers pick the trial's precision up.
-        train_data: unbatched training data (see :data:`Data`).
-        validation_data: unbatched validation data (see :data:`Data`).
+        train_data: the training data, unbatched or batched (see :data:`Data`).
+        validation_data: the validation data, unbatched or batched (see :data:`Data`).
         loss: a Keras loss name or object.
         optimizer: factory taking a learning rate and returning a Keras optimizer.
         base_batch_size: the batch size the experiment is normally trained with.
@@ -83,8 +85,9 @@ class Experiment:
             value = getattr(self, attribute)
             if not callable(value) and not (isinstance(value, tuple) and len(value) == 2):
                 raise ExperimentError(
-                    f"{where}: {attribute} must be a zero-argument function returning an "
-                    f"unbatched tf.data.Dataset, or a pair of arrays (x, y). "
+                    f"{where}: {attribute} must be a zero-argument function returning a "
+                    "tf.data.Dataset of (x, y) pairs (unbatched or batched) or a "
+                    "keras.utils.PyDataset, or a pair of arrays (x, y). "
                     f"Received: {type(value).__name__}"
                 )
         for attribute in ("preprocess", "validation_preprocess"):

@@ -68,17 +68,20 @@ def _warmup_steps(recipe: Recipe) -> int:
 
 
 def _check_data(data: Any) -> None:
-    """Refuses what is neither a Dataset, nor (x, y) arrays, nor a function giving either (the
-    trial's :func:`autotune.trial.pipeline.to_dataset` checks what a function gives)."""
+    """Refuses what is neither a Dataset, a PyDataset, (x, y) arrays, nor a function giving one
+    (the trial's :func:`autotune.trial.data_forms.to_examples` checks what a function gives)."""
+    import keras
     import tensorflow as tf
 
-    if isinstance(data, tf.data.Dataset) or callable(data):
+    from autotune.trial.data_forms import ACCEPTED
+
+    if isinstance(data, (tf.data.Dataset, keras.utils.PyDataset)) or callable(data):
         return
     if isinstance(data, tuple) and len(data) == 2:
         return
     raise ConfigError(
-        "data must be an unbatched tf.data.Dataset of (x, y) pairs, a pair of arrays (x, y) or "
-        f"a zero-argument function returning either. Received: data={type(data).__name__}"
+        f"data must be {ACCEPTED}, or a zero-argument function returning one. "
+        f"Received: data={type(data).__name__}"
     )
 
 
@@ -174,10 +177,11 @@ class AppliedRecipe:
     def pipeline(
         self, data: Any, preprocess: Callable[..., Any] | None = None, seed: int = 0
     ) -> Any:
-        """The trial's training stream over unbatched ``data`` (a ``tf.data.Dataset`` of (x, y)
-        pairs, or (x, y) arrays): shuffle(buffer, seed) -> repeat -> map(preprocess,
-        num_parallel_calls, deterministic) -> batch(batch_size, drop_remainder=True; padded
-        when examples vary in shape) -> prefetch. It repeats forever: give ``model.fit`` a
+        """The trial's training stream over ``data`` (a ``tf.data.Dataset`` of (x, y) pairs,
+        batched ones unbatched first, a ``keras.utils.PyDataset``, or (x, y) arrays):
+        shuffle(buffer, seed) -> repeat -> map(preprocess, num_parallel_calls, deterministic)
+        -> batch(batch_size, drop_remainder=True; padded when examples vary in shape) ->
+        prefetch. It repeats forever: give ``model.fit`` a
         ``steps_per_epoch``. ``preprocess`` is a per-example ``(x, y[, seed]) -> (x, y)``
         function; ``seed`` (an integer >= 0) seeds the shuffle and a seeded ``preprocess``."""
         if preprocess is not None and not callable(preprocess):
@@ -188,10 +192,13 @@ class AppliedRecipe:
         if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
             raise ConfigError(f"seed must be an integer >= 0. Received: seed={seed!r}")
         _check_data(data)
-        from autotune.trial.pipeline import prepare_training, to_dataset
+        from autotune.trial.data_forms import to_examples
+        from autotune.trial.pipeline import prepare_training
 
-        dataset = to_dataset(data, "recipe pipeline data")
-        prepared, _ = prepare_training(dataset, self.config, preprocess, seed)
+        examples = to_examples(data, "recipe pipeline data")
+        prepared, _ = prepare_training(
+            examples.dataset, self.config, preprocess, seed, examples.unbatched_from
+        )
         return prepared
 
     def float32_output(self, model: Any, inputs: Any) -> Any:

@@ -20,8 +20,8 @@ import keras
 import tensorflow as tf
 
 from autotune.config import AUTOTUNE, TrialConfig
-from autotune.exceptions import ExperimentError
 from autotune.experiment import Data, Experiment
+from autotune.trial.data_forms import Examples, to_examples
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,9 @@ class PipelineSettings:
 
     ``shuffle_buffer`` is capped at the number of training examples when that is known;
     ``num_parallel_calls`` is None when there is no preprocessing function to map; ``padded``
-    says examples had dimensions of unknown size and each batch was padded to its longest.
+    says examples had dimensions of unknown size and each batch was padded to its longest;
+    ``unbatched_from`` says the data came batched and autotune unbatched it ("batched dataset",
+    "PyDataset"; None: it came as examples).
     """
 
     batch_size: int
@@ -41,6 +43,7 @@ class PipelineSettings:
     train_examples: int | None
     padded: bool = False
     private_threadpool_size: int = 0
+    unbatched_from: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -50,35 +53,10 @@ def _tf_value(value: int | str) -> int:
     return tf.data.AUTOTUNE if value == AUTOTUNE else int(value)
 
 
-def load_data(data: Data, what: str, experiment: Experiment) -> tf.data.Dataset:
-    """Turns an experiment's data (a factory or an (x, y) pair of arrays) into a Dataset."""
-    return to_dataset(data, f"Experiment {experiment.name!r}: {what}")
-
-
-def to_dataset(data: Data | tf.data.Dataset, where: str) -> tf.data.Dataset:
-    """Turns unbatched data (a Dataset, a factory returning one or (x, y) arrays, or an (x, y)
-    pair of arrays) into a Dataset of (x, y) pairs; errors start with ``where``."""
-    if isinstance(data, tf.data.Dataset):
-        dataset = data
-    elif callable(data):
-        dataset = data()
-        if dataset is None:
-            raise ExperimentError(f"{where}() returned None; it must return a tf.data.Dataset")
-        if isinstance(dataset, tuple) and len(dataset) == 2:
-            dataset = tf.data.Dataset.from_tensor_slices(dataset)
-    else:
-        dataset = tf.data.Dataset.from_tensor_slices(data)
-    if not isinstance(dataset, tf.data.Dataset):
-        raise ExperimentError(
-            f"{where} must give a tf.data.Dataset or (x, y) arrays. "
-            f"Received: {type(dataset).__name__}"
-        )
-    spec = dataset.element_spec
-    if not isinstance(spec, tuple) or len(spec) < 2:
-        raise ExperimentError(
-            f"{where} must yield unbatched (x, y) pairs. Received element spec: {spec}"
-        )
-    return dataset
+def load_data(data: Data, what: str, experiment: Experiment) -> Examples:
+    """Turns an experiment's data (a factory or an (x, y) pair of arrays) into unbatched
+    examples (:func:`autotune.trial.data_forms.to_examples`: batched data is unbatched)."""
+    return to_examples(data, f"Experiment {experiment.name!r}: {what}")
 
 
 def dynamic_dimensions(dataset: tf.data.Dataset) -> list[str]:
@@ -160,8 +138,10 @@ def prepare_training(
     config: TrialConfig,
     preprocess: Callable[..., Any] | None,
     seed: int,
+    unbatched_from: str | None = None,
 ) -> tuple[tf.data.Dataset, PipelineSettings]:
-    """The infinite, batched training stream over ``dataset`` and the settings that took effect."""
+    """The infinite, batched training stream over ``dataset`` (unbatched examples; from
+    ``unbatched_from`` when autotune unbatched them) and the settings that took effect."""
     examples = cardinality(dataset)
     buffer = min(config.shuffle_buffer, examples) if examples else config.shuffle_buffer
     if buffer > 1:
@@ -190,6 +170,7 @@ def prepare_training(
         train_examples=examples,
         padded=padded,
         private_threadpool_size=int(dataset.options().threading.private_threadpool_size or 0),
+        unbatched_from=unbatched_from,
     )
     return dataset, settings
 
@@ -198,22 +179,28 @@ def training_pipeline(
     experiment: Experiment, config: TrialConfig, seed: int
 ) -> tuple[tf.data.Dataset, PipelineSettings]:
     """The training stream of a trial of ``experiment`` and the settings that took effect."""
-    dataset = load_data(experiment.train_data, "train_data", experiment)
-    return prepare_training(dataset, config, experiment.preprocess, seed)
+    examples = load_data(experiment.train_data, "train_data", experiment)
+    return prepare_training(
+        examples.dataset, config, experiment.preprocess, seed, examples.unbatched_from
+    )
 
 
 def validation_pipeline(experiment: Experiment) -> tf.data.Dataset:
     """The validation set, batched at the experiment's base batch size whatever the trial's.
 
     Every trial evaluates the same examples in the same batches, so validation losses differ only
-    by what training learned and by the precision of the forward pass.
+    by what training learned and by the precision of the forward pass. A set of unknown size
+    (data autotune unbatched) is counted once, filling the cache, so evaluation knows its end.
     """
-    dataset = load_data(experiment.validation_data, "validation_data", experiment)
+    dataset = load_data(experiment.validation_data, "validation_data", experiment).dataset
     if experiment.validation_preprocess is not None:
         dataset = dataset.map(
             experiment.validation_preprocess,
             num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=True,
         )
-    batches = batched(dataset, experiment.base_batch_size, drop_remainder=False)
-    return batches.cache().prefetch(tf.data.AUTOTUNE)
+    batches = batched(dataset, experiment.base_batch_size, drop_remainder=False).cache()
+    if cardinality(batches) is None:  # unbatched by autotune, or filtered: count it once
+        count = int(batches.reduce(0, lambda n, _: n + 1))  # fills the cache on the way
+        batches = batches.apply(tf.data.experimental.assert_cardinality(count))
+    return batches.prefetch(tf.data.AUTOTUNE)

@@ -307,6 +307,7 @@ def test_pipeline_reports_its_settings(tiny_ref: Callable[..., str]) -> None:
         "train_examples": 512,
         "padded": False,  # fixed-shape examples: plain batch, not padded_batch
         "private_threadpool_size": 0,  # tf.data's shared pool
+        "unbatched_from": None,  # given as examples
     }
     _, reported = training_pipeline(tiny, TrialConfig(batch_size=48, shuffle_buffer=100), seed=0)
     assert reported.shuffle_buffer == 100
