@@ -52,6 +52,15 @@ class Experiment:
         curve_samples: training examples in the fidelity curve run; None means one pass over the
             training data.
         description: one sentence for reports.
+        train_step: optional training step of your own, ``train_step(model, optimizer,
+            batch) -> loss`` (a scalar tensor), run instead of Keras's: compute the gradients of
+            ``optimizer.scale_loss(loss)`` and apply them with ``optimizer.apply(gradients,
+            model.trainable_variables)`` (under ``mixed_float16`` the optimizer is a
+            ``LossScaleOptimizer``, which unscales them and skips non-finite steps). autotune
+            compiles it as Keras compiles its own (``jit_compile``, ``steps_per_execution``
+            steps per call); TensorFlow backend only (see :mod:`autotune.trial.custom_step`).
+            Its trials compile no ``metrics``: your step updates none, and the curve is scored on
+            the validation loss.
     """
 
     name: str
@@ -68,6 +77,7 @@ class Experiment:
     metrics: Sequence[Any] = field(default_factory=tuple)
     curve_samples: int | None = None
     description: str = ""
+    train_step: Callable[[Any, Any, Any], Any] | None = None
 
     def __post_init__(self) -> None:
         where = f"Experiment {self.name!r}"
@@ -90,6 +100,11 @@ class Experiment:
                     "keras.utils.PyDataset, or a pair of arrays (x, y). "
                     f"Received: {type(value).__name__}"
                 )
+        if self.train_step is not None and not callable(self.train_step):
+            raise ExperimentError(
+                f"{where}: train_step must be a function (model, optimizer, batch) -> loss or "
+                f"None. Received: train_step={self.train_step!r}"
+            )
         for attribute in ("preprocess", "validation_preprocess"):
             value = getattr(self, attribute)
             if value is not None and not callable(value):

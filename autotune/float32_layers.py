@@ -34,6 +34,17 @@ KINDS: dict[str, tuple[str, ...]] = {
     "norms": ("norms",),
     "norms+attention": ("norms", "attention"),
 }
+#: The Keras layer classes of each kind, by their name in ``keras.layers`` (subclasses count).
+LAYER_CLASSES: dict[str, tuple[str, ...]] = {
+    "norms": (
+        "BatchNormalization",
+        "LayerNormalization",
+        "GroupNormalization",
+        "RMSNormalization",
+        "UnitNormalization",
+    ),
+    "attention": ("MultiHeadAttention", "GroupQueryAttention", "Attention", "AdditiveAttention"),
+}
 #: Effective-settings key: the names of the layers a trial set to float32 (its output aside).
 CHANGED_KEY = "float32_layers_changed"
 #: Effective-settings key: how many layers of each kind the model has, {"norms": 3, ...}.
@@ -89,6 +100,7 @@ __all__ = [
     "CHANGED_KEY",
     "FLOAT32_LAYERS",
     "KINDS",
+    "LAYER_CLASSES",
     "SHOWN_NAMES",
     "Float32Layers",
     "available",

@@ -74,6 +74,10 @@ class Attribution:
         failed: settings whose reversion failed to run (they carry the speed-up: the winner
             cannot do without them).
         rounds: the most rounds, sequential; None (stored before): every setting every round.
+        drifts: settings kept without measuring them, because reverting one trains a curve the
+            search measured over the fidelity tolerance: {setting: that trial's number}. Such
+            a reversion could never become the recipe (a larger batch without its
+            learning-rate rule, say), so it is not timed.
     """
 
     trial: int
@@ -82,6 +86,7 @@ class Attribution:
     reverted_samples_per_second: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     failed: tuple[str, ...] = ()
     rounds: int | None = None
+    drifts: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def completed_rounds(self) -> int:
@@ -105,7 +110,9 @@ class Attribution:
 
     def carries(self, setting: str) -> bool:
         """Whether reverting ``setting`` is slower beyond noise (unmeasured, or not settled
-        yet: it carries)."""
+        yet: it carries), or drifts (:attr:`drifts`: it is kept for what the model learns)."""
+        if setting in self.drifts:
+            return True
         ratio = self.ratio(setting)
         if ratio is None:
             return True
@@ -117,7 +124,7 @@ class Attribution:
     def measuring(self) -> tuple[str, ...]:
         """The settings the next round measures: measured every round so far, and not settled."""
         if self.rounds is None:
-            return tuple(s for s in self.settings if s not in self.failed)
+            return tuple(s for s in self.settings if s not in self.failed and s not in self.drifts)
         done = self.completed_rounds
         if done >= self.rounds:
             return ()
@@ -125,6 +132,7 @@ class Attribution:
             s
             for s in self.settings
             if s not in self.failed
+            and s not in self.drifts
             and len(self.reverted_samples_per_second.get(s, ())) == done
             and (done == 0 or sequential.open_verdict(self._speed_ups(s), self.rounds))
         )
@@ -137,9 +145,12 @@ class Attribution:
         return reverted(winner, baseline, *self.within_noise())
 
     def describe(self) -> str:
-        """'carried by batch_size, precision; within noise: prefetch (reverted)'."""
-        carried = [s for s in self.settings if self.carries(s)]
+        """'carried by batch_size, precision; within noise: prefetch (reverted)'; settings
+        kept because reverting them drifts: '; kept for fidelity: lr_rule'."""
+        carried = [s for s in self.settings if self.carries(s) and s not in self.drifts]
         text = f"carried by {', '.join(carried) or 'no one setting alone'}"
+        if self.drifts:
+            text += f"; kept for fidelity: {', '.join(self.drifts)}"
         quiet = self.within_noise()
         if quiet:
             text += f"; within noise: {', '.join(quiet)}"
@@ -155,6 +166,7 @@ class Attribution:
             },
             "failed": list(self.failed),
             "rounds": self.rounds,
+            "drifts": dict(self.drifts),
         }
 
     @classmethod
@@ -169,6 +181,7 @@ class Attribution:
             },
             failed=tuple(str(s) for s in data.get("failed", [])),
             rounds=int(data["rounds"]) if data.get("rounds") is not None else None,
+            drifts={str(k): int(v) for k, v in (data.get("drifts") or {}).items()},
         )
 
     def rows(self) -> list[dict[str, Any]]:
@@ -178,6 +191,7 @@ class Attribution:
                 "setting": s,
                 "ratio_when_reverted": (r.to_dict() if (r := self.ratio(s)) else None),
                 "carries": self.carries(s),
+                "drifts_in_trial": self.drifts.get(s),
             }
             for s in self.settings
         ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -12,6 +12,9 @@ from autotune.cli._errors import finite
 from autotune.config import LIMITS
 from autotune.store.storage import DEFAULT_STORAGE
 from autotune.views.report.page import PLOTLY_JS
+
+if TYPE_CHECKING:
+    from autotune.store.records import StudyRecords
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -90,6 +93,15 @@ def quiet_optuna() -> None:
     optuna.logging.set_verbosity(optuna.logging.ERROR)
 
 
+def read_records(storage: str, study_name: str | None) -> StudyRecords:
+    """The stored study, read from the storage alone: no experiment is imported, no user code
+    runs and TensorFlow is not loaded, so a shared or moved database is safe to open."""
+    from autotune.store.records import load_records
+
+    quiet_optuna()
+    return load_records(storage, study_name)
+
+
 __all__ = [
     "EXPERIMENT_ARGUMENT",
     "MAX_FIDELITY_OPTION",
@@ -100,5 +112,6 @@ __all__ = [
     "STORAGE_OPTION",
     "STUDY_OPTION",
     "quiet_optuna",
+    "read_records",
     "seed_option",
 ]

@@ -23,8 +23,10 @@ from autotune.cli._options import (
     STORAGE_OPTION,
     STUDY_OPTION,
     quiet_optuna,
+    read_records,
     seed_option,
 )
+from autotune.cli.export import export
 from autotune.cli.trial import trial
 from autotune.cli.workers import run_placements, run_worker_options, worker
 from autotune.store.anchors import read_anchors
@@ -211,7 +213,7 @@ def run(
         show_confirmation(console, outcome.confirmation, study.tolerance)
     show_recipe(console, outcome.recipe)
     if as_json:
-        _print_json(_read(study.storage_url, study.name))
+        _print_json(read_records(study.storage_url, study.name))
 
 
 class RunProgress(StudyCallback):
@@ -285,15 +287,6 @@ def _print_json(records: StudyRecords) -> None:
     click.echo(json.dumps(study_json(records), indent=2, sort_keys=True))
 
 
-def _read(storage: str, study_name: str | None) -> StudyRecords:
-    """The stored study, read from the storage alone: no experiment is imported, no user code
-    runs and TensorFlow is not loaded, so a shared or moved database is safe to open."""
-    from autotune.store.records import load_records
-
-    quiet_optuna()
-    return load_records(storage, study_name)
-
-
 @main.command()
 @STORAGE_OPTION
 @STUDY_OPTION
@@ -308,7 +301,7 @@ def status(storage: str, study_name: str | None, as_json: bool) -> None:
     from autotune.views.drift import drift_lines
     from autotune.views.terminal import format_throughput, safe, show_confirmation, trials_table
 
-    records = _read(storage, study_name)
+    records = read_records(storage, study_name)
     if as_json:
         _print_json(records)
         return
@@ -365,48 +358,11 @@ def best(
     """
     from autotune.views.terminal import show_recipe
 
-    recipe = _read(storage, study_name).best(max_fidelity, max_memory)
+    recipe = read_records(storage, study_name).best(max_fidelity, max_memory)
     if as_json:
         click.echo(json.dumps(recipe.to_dict(), indent=2, sort_keys=True))
     else:
         show_recipe(Console(), recipe)
-
-
-@main.command()
-@STORAGE_OPTION
-@STUDY_OPTION
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False),
-    default="recipe.json",
-    show_default=True,
-    help="Where to write the recipe (a regular file or a new path; '-': standard output).",
-)
-@MAX_FIDELITY_OPTION
-@MAX_MEMORY_OPTION
-@handle_errors
-def export(
-    storage: str,
-    study_name: str | None,
-    output: str,
-    max_fidelity: float | None,
-    max_memory: float | None,
-) -> None:
-    """Write the best configuration as a JSON recipe, for autotune.apply() in your own code."""
-    from autotune.outputs import check_output, is_stdout
-    from autotune.store.storage import storage_files
-    from autotune.views.terminal import plain
-
-    protected = storage_files(storage)
-    check_output(output, what="recipe file", protected=protected)
-    records = _read(storage, study_name)
-    recipe = records.best(max_fidelity, max_memory)
-    path = recipe.save(output, protected=protected)
-    where = "standard output" if is_stdout(output) else path
-    click.echo(
-        f"wrote {where}: {recipe.config.describe()} ({plain(recipe.note)})", err=is_stdout(output)
-    )
 
 
 @main.command()
@@ -432,7 +388,7 @@ def report(storage: str, study_name: str | None, output: str, plotly_js: str) ->
     from autotune.views.report import write_report
     from autotune.views.terminal import plain
 
-    records = _read(storage, study_name)
+    records = read_records(storage, study_name)
     path = write_report(records, output, plotly_js)
     front = len(records.pareto())
     click.echo(
@@ -476,6 +432,7 @@ def dashboard(storage: str, study_name: str | None, port: int, host: str) -> Non
         return
 
 
+main.add_command(export)
 main.add_command(trial)
 main.add_command(worker)
 

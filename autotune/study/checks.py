@@ -1,6 +1,7 @@
 """What a :class:`~autotune.study.Study` refuses before anything is stored: a sampler seed
 numpy cannot take, a study name an Optuna storage cannot hold, a log folder that cannot be
-made, a Keras backend that is not installed."""
+made, a Keras backend that is not installed (or that an experiment's own training step cannot
+run on)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 from autotune.config import LIMITS, backend_missing, is_positive_finite
 from autotune.exceptions import ConfigError
+from autotune.experiment import Experiment
 from autotune.space import SearchSpace, space_values
 from autotune.store.storage import STUDY_NAME
 
@@ -94,11 +96,22 @@ __all__ = [
 ]
 
 
-def check_backends(space: SearchSpace) -> SearchSpace:
-    """``space`` when every Keras backend it searches can run here; ConfigError naming "space",
-    the backend and what installs it otherwise (before any trial fails for it)."""
+def check_backends(space: SearchSpace, experiment: Experiment | None = None) -> SearchSpace:
+    """``space`` when every Keras backend it searches can run here, and run ``experiment``'s
+    own ``train_step`` (a TensorFlow step: TensorFlow only); ConfigError naming "space", the
+    backend and what to do otherwise (before any trial fails for it)."""
     backend = space.parameters.get("backend")
-    for name in space_values(backend) if backend is not None else ():
+    backends = space_values(backend) if backend is not None else ()
+    if experiment is not None and experiment.train_step is not None:
+        others = [name for name in backends if name != "tensorflow"]
+        if others:
+            raise ConfigError(
+                f"{space.source} searches the backend(s) {others}, but experiment "
+                f"{experiment.name!r} gives its own train_step, which runs on TensorFlow only. "
+                "Leave them out of parameters.backend",
+                argument="space",
+            )
+    for name in backends:
         missing = backend_missing(name)
         if missing is not None:
             raise ConfigError(

@@ -20,7 +20,13 @@ from pathlib import Path
 
 import optuna
 
-from autotune.analysis.attribution import Attribution, changed_settings, reverted, same_curve
+from autotune.analysis.attribution import (
+    CURVE_NEUTRAL,
+    Attribution,
+    changed_settings,
+    reverted,
+    same_curve,
+)
 from autotune.analysis.head_to_head import Candidate, Confirmation
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import ConfigError, StudyError, TrialFailure
@@ -212,7 +218,8 @@ class Confirmer:
         attribution = confirmation.attribution
         if attribution is None or attribution.trial != best.trial:
             rounds = confirmation.rounds if confirmation.sequential else None
-            attribution = Attribution(best.trial, changed, rounds=rounds)
+            drifts = self._drifting_reversions(best.config, base, changed)
+            attribution = Attribution(best.trial, changed, rounds=rounds, drifts=drifts)
             confirmation = dataclasses.replace(
                 confirmation, attribution=attribution, minimal=None,
                 minimal_baseline_samples_per_second=(),
@@ -231,6 +238,26 @@ class Confirmer:
             confirmation = dataclasses.replace(confirmation, minimal=minimal)
             self._store(confirmation)
         return self._confirm_minimal(confirmation, settings)
+
+    def _drifting_reversions(
+        self, winner: TrialConfig, base: TrialConfig, changed: tuple[str, ...]
+    ) -> dict[str, int]:
+        """The learning settings of ``changed`` whose reversion trains a curve a trial of the
+        search measured over the tolerance: {setting: that trial's number}."""
+        measured = [
+            row
+            for row in self.records.trials
+            if row.config is not None and row.fidelity is not None and row.fidelity > self.tolerance
+        ]
+        drifts: dict[str, int] = {}
+        for setting in changed:
+            if setting in CURVE_NEUTRAL:
+                continue
+            config = reverted(winner, base, setting)
+            row = next((r for r in measured if r.config and same_curve(r.config, config)), None)
+            if row is not None:
+                drifts[setting] = row.number
+        return drifts
 
     def _attribution_round(
         self,

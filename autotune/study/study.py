@@ -166,7 +166,7 @@ class Study:
             checks.check_study_name(study_name)
         self.reference = reference_of(experiment)
         self.experiment = load_experiment(experiment) if isinstance(experiment, str) else experiment
-        self.space = checks.check_backends(resolve_space(space))
+        self.space = checks.check_backends(resolve_space(space), self.experiment)
         self.settings = self.space.run_settings(settings)
         self.tolerance = float(tolerance)
         self.storage_url = storage

@@ -226,7 +226,8 @@ class AppliedRecipe:
         """``experiment``'s compiled model and training stream, made exactly as a trial makes
         them with ``seed``: dtype policy and seed set, pipeline, model with its float32 head
         and float32 layers, compiled with the experiment's optimizer at
-        :attr:`learning_rate`-for-the-batch-size and :meth:`compile_kwargs`."""
+        :attr:`learning_rate`-for-the-batch-size and :meth:`compile_kwargs`, training with the
+        experiment's own ``train_step`` where it gives one."""
         if not isinstance(experiment, Experiment):
             raise ConfigError(
                 "experiment must be an autotune.Experiment. "
@@ -247,6 +248,10 @@ class AppliedRecipe:
         rate = _experiment_learning_rate(self.learning_rate, experiment, self.config, 2)
         applied = dataclasses.replace(self, learning_rate=rate)
         compile_model(experiment, self.config, model, applied.optimizer_learning_rate())
+        if experiment.train_step is not None:
+            from autotune.trial.custom_step import install_train_step
+
+            install_train_step(model, experiment.train_step, experiment)
         return model, train_data
 
 

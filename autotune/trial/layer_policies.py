@@ -8,22 +8,12 @@ from typing import Any
 import keras
 
 from autotune.float32_layers import AVAILABLE_KEY, CHANGED_KEY, kinds
+from autotune.float32_layers import LAYER_CLASSES as CLASS_NAMES
 
-#: The Keras layer classes of each kind (subclasses count too).
+#: The Keras layer classes of each kind (:data:`autotune.float32_layers.LAYER_CLASSES`).
 LAYER_CLASSES: dict[str, tuple[type, ...]] = {
-    "norms": (
-        keras.layers.BatchNormalization,
-        keras.layers.LayerNormalization,
-        keras.layers.GroupNormalization,
-        keras.layers.RMSNormalization,
-        keras.layers.UnitNormalization,
-    ),
-    "attention": (
-        keras.layers.MultiHeadAttention,
-        keras.layers.GroupQueryAttention,
-        keras.layers.Attention,
-        keras.layers.AdditiveAttention,
-    ),
+    kind: tuple(getattr(keras.layers, name) for name in names)
+    for kind, names in CLASS_NAMES.items()
 }
 
 

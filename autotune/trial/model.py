@@ -13,6 +13,7 @@ from autotune.exceptions import ExperimentError
 from autotune.experiment import Experiment
 from autotune.lr_rules import LearningRate
 from autotune.trial.compile_settings import compile_settings
+from autotune.trial.custom_step import own_step
 from autotune.trial.layer_policies import keep_float32
 from autotune.trial.pipeline import PipelineSettings
 from autotune.trial.threads import thread_settings
@@ -61,6 +62,13 @@ def ensure_float32_head(model: keras.Model, x: Any) -> tuple[keras.Model, dict[s
             info.update(head_fixed=True, head_fix="last_layer")
             return model, info
         last.dtype_policy = policy  # not the output layer after all: leave it as it was
+    if own_step(model):
+        raise ExperimentError(
+            f"model {model.name!r} has its own train_step and its outputs are not float32 under "
+            f"the mixed policy ({info['output_dtype_found']}), and its last layer is not its "
+            "output layer: wrapping it to cast the outputs would bypass its train_step. Build "
+            "the output layer with dtype='float32'"
+        )
     wrapped = _Float32Output(model)
     wrapped(x, training=False)
     info.update(head_fixed=True, head_fix="cast")
@@ -133,7 +141,8 @@ def compile_model(
     model.compile(
         optimizer=optimizer,
         loss=experiment.loss,
-        metrics=list(experiment.metrics),
+        # A step of the experiment's own updates no compiled metric: fit would read them unbuilt.
+        metrics=None if experiment.train_step is not None else list(experiment.metrics),
         **compile_settings(config),
     )
     loss_scaling = isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)

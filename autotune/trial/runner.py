@@ -47,6 +47,7 @@ from autotune.measure import (
 )
 from autotune.store.result import CurvePoint, RunResult
 from autotune.trial import backends
+from autotune.trial.custom_step import install_train_step, step_source
 from autotune.trial.lr_schedule import optimizer_learning_rate
 from autotune.trial.model import (
     compile_model,
@@ -149,9 +150,12 @@ def _set_up(experiment: Experiment, config: TrialConfig, settings: RunSettings) 
     learning = experiment.learning_rate_of(config.lr_rule, config.batch_size, samples)
     rate = optimizer_learning_rate(learning)
     loss_scaling = compile_model(experiment, config, model, rate)
+    if experiment.train_step is not None:
+        install_train_step(model, experiment.train_step, experiment)
     state = list(model.variables) + list(model.optimizer.variables)
     initial = _snapshot(state)
     effective = effective_settings(config, model, learning, loss_scaling, pipeline_settings, head)
+    effective["train_step"] = step_source(model, experiment)
     return _Setup(
         model,
         train_data,

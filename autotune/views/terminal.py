@@ -158,6 +158,13 @@ def breakdown_table(result: RunResult) -> Table | None:
     return table
 
 
+#: Whose training step a trial ran (its effective ``train_step``), where it was not Keras's.
+STEP_SOURCES = {
+    "experiment": "the experiment's own train_step",
+    "model": "the model's own train_step (through fit)",
+}
+
+
 def show_result(console: Console, result: RunResult) -> None:
     """Prints a measured trial: throughput, compile time, input verdict, profile (breakdown,
     top operations, log folder, cost), recompilation, curve and effective settings."""
@@ -190,6 +197,9 @@ def show_result(console: Console, result: RunResult) -> None:
     )
     if (kept := layers_text(result.effective)) is not None:
         summary.add_row("float32 layers", safe(kept))
+    step = STEP_SOURCES.get(str(result.effective.get("train_step")))
+    if step is not None:
+        summary.add_row("training step", step)
     pipeline = result.effective.get("pipeline", {})
     summary.add_row("pipeline", safe(", ".join(f"{k}={v}" for k, v in pipeline.items())))
     summary.add_row(
@@ -441,8 +451,11 @@ def attribution_table(confirmation: Confirmation) -> Table | None:
         table.add_column(name, overflow="fold")
     for setting in attribution.settings:
         ratio = attribution.ratio(setting)
+        drifted = attribution.drifts.get(setting)
         verdict = (
-            "failed without it: kept"
+            f"kept: without it the curve drifts (trial {drifted})"
+            if drifted is not None
+            else "failed without it: kept"
             if setting in attribution.failed
             else "carries the speed-up: kept"
             if attribution.carries(setting)

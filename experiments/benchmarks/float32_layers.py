@@ -169,6 +169,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/autotune-float32-layers"))
     parser.add_argument("--output", type=Path, default=HERE / "results" / "float32_layers.md")
     args = parser.parse_args()
+    args.revision = commit_of(args.revision)  # fixed now: HEAD moves while the arms run
     source = source_tree(args.revision, args.work)  # the working tree may change meanwhile
     for experiment in args.experiments:
         append_results(args.output, one_experiment(experiment, source, args))

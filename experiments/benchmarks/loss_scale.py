@@ -79,6 +79,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/autotune-loss-scale"))
     parser.add_argument("--output", type=Path, default=HERE / "results" / "loss_scale.md")
     args = parser.parse_args()
+    args.revision = commit_of(args.revision)  # fixed now: HEAD moves while the arms run
     source = source_tree(args.revision, args.work)
     sections: list[str] = []
     for experiment in args.experiments:

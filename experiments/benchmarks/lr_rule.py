@@ -138,6 +138,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/autotune-lr-rule"))
     parser.add_argument("--output", type=Path, default=HERE / "results" / "lr_rule.md")
     args = parser.parse_args()
+    args.revision = commit_of(args.revision)  # fixed now: HEAD moves while the arms run
     layers = [v for v in args.float32_layers.split(",") if v]
     space_file = space_with_rules(args.work, args.rules.split(","), layers)
     source = source_tree(args.revision, args.work)  # the working tree may change meanwhile

@@ -59,3 +59,70 @@ def test_an_unmeasured_setting_carries_it():
     assert attribution.ratio("prefetch") is None
     assert attribution.carries("prefetch")
     assert attribution.minimal(WINNER, BASE) == WINNER
+
+
+def test_a_setting_whose_reversion_drifts_is_kept_without_being_timed():
+    winner = TrialConfig(batch_size=128, lr_rule="linear_warmup", steps_per_execution=8)
+    attribution = Attribution(
+        trial=8,
+        settings=("batch_size", "steps_per_execution", "lr_rule"),
+        winner_samples_per_second=(2000.0, 2000.0),
+        reverted_samples_per_second={
+            "batch_size": (1000.0, 1000.0),
+            "steps_per_execution": (2000.0, 2010.0),
+        },
+        rounds=6,
+        drifts={"lr_rule": 4},  # trial 4: bs=128 under the experiment's rule, over the tolerance
+    )
+
+    assert attribution.carries("lr_rule") and attribution.ratio("lr_rule") is None
+    assert "lr_rule" not in attribution.measuring()
+    assert attribution.minimal(winner, BASE) == reverted(winner, BASE, "steps_per_execution")
+    assert attribution.minimal(winner, BASE).lr_rule == "linear_warmup"
+    assert attribution.describe() == (
+        "carried by batch_size; kept for fidelity: lr_rule; within noise: steps_per_execution"
+    )
+    assert {r["setting"]: r["drifts_in_trial"] for r in attribution.rows()} == {
+        "batch_size": None, "steps_per_execution": None, "lr_rule": 4,
+    }  # fmt: skip
+    assert Attribution.from_dict(attribution.to_dict()) == attribution
+    stored_before = {k: v for k, v in attribution.to_dict().items() if k != "drifts"}
+    assert Attribution.from_dict(stored_before).drifts == {}
+
+
+def test_the_confirmation_finds_the_reversions_the_search_measured_drifting(tmp_path):
+    from types import SimpleNamespace
+
+    from autotune.study.confirming import Confirmer
+
+    winner = TrialConfig(batch_size=128, lr_rule="linear_warmup", prefetch=2)
+    rows = [
+        SimpleNamespace(number=4, config=TrialConfig(batch_size=128, prefetch=1), fidelity=3.8),
+        SimpleNamespace(number=5, config=TrialConfig(batch_size=32, lr_rule="sqrt"), fidelity=0.1),
+        SimpleNamespace(number=6, config=None, fidelity=None),
+    ]
+    records = SimpleNamespace(trials=rows, tolerance=1.5)
+    confirmer = Confirmer(None, records, lambda *a: None, tmp_path)  # type: ignore[arg-type]
+
+    changed = changed_settings(winner, BASE)
+    drifts = confirmer._drifting_reversions(winner, BASE, changed)
+
+    # Reverting lr_rule trains trial 4's curve (prefetch does not change it): 3.8 > 1.5. The
+    # batch size reverted trains an unmeasured curve; prefetch is curve-neutral.
+    assert changed == ("batch_size", "prefetch", "lr_rule")
+    assert drifts == {"lr_rule": 4}
+
+
+def test_the_attribution_table_says_why_a_drifting_setting_is_kept():
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from autotune.views.terminal import attribution_table
+
+    attribution = Attribution(8, ("batch_size", "lr_rule"), (2000.0,), {"batch_size": (900.0,)},
+                              rounds=6, drifts={"lr_rule": 4})  # fmt: skip
+    out = Console(record=True, width=200)
+    out.print(attribution_table(SimpleNamespace(attribution=attribution)))  # type: ignore[arg-type]
+
+    assert "kept: without it the curve drifts (trial 4)" in out.export_text()

@@ -225,6 +225,35 @@ def test_a_study_of_a_space_with_jax_is_refused_where_jax_is_missing(
     assert check_backends(resolve_space("cpu")) is not None  # no backend searched: nothing asked
 
 
+def test_an_experiment_with_its_own_train_step_is_refused_a_space_that_searches_jax() -> None:
+    from autotune.experiment import Experiment
+
+    def experiment(train_step: Any) -> Experiment:
+        return Experiment(
+            name="own",
+            model=lambda: None,
+            train_data=lambda: None,
+            validation_data=lambda: None,
+            loss="mse",
+            optimizer=lambda rate: None,
+            base_batch_size=32,
+            base_learning_rate=0.01,
+            train_step=train_step,
+        )
+
+    step = lambda model, optimizer, batch: None  # noqa: E731
+
+    with pytest.raises(ConfigError, match=r"\['jax'\].*own train_step.*TensorFlow only") as error:
+        check_backends(TWO_BACKENDS, experiment(step))
+    assert error.value.argument == "space"
+    assert check_backends(TWO_BACKENDS, experiment(None)) is TWO_BACKENDS
+    assert check_backends(resolve_space("cpu"), experiment(step)) is not None  # TensorFlow only
+    with pytest.raises(
+        ConfigError, match=r"train_step must be a function .* Received: train_step=3"
+    ):
+        experiment(3)
+
+
 def test_the_trial_process_gets_the_trial_s_backend_whatever_the_caller_set(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

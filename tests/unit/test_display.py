@@ -377,3 +377,16 @@ def test_trial_line_shows_the_symmetric_fidelity_only_where_the_curve_is_better_
     assert "fidelity 0.02 (symmetric 0.45: better in part)" in render(trial_line(better_in_part))
     assert "symmetric" not in render(trial_line(worse_only))
     assert "symmetric" not in render(trial_line(stored_before))
+
+
+def test_show_result_says_whose_training_step_ran() -> None:
+    own = dataclasses.replace(
+        result_of(XLA), effective={**result_of(XLA).effective, "train_step": "experiment"}
+    )
+    out = console()
+    show_result(out, own)
+    show_result(out, result_of(XLA))  # Keras's own step: no row
+    text = out.export_text()
+
+    assert text.count("training step") == 1
+    assert "the experiment's own train_step" in text

@@ -144,6 +144,10 @@ CASES: dict[str, Case] = {
     "autotune export": Case(
         _command("export", "--storage", "{storage}", "-o", "{output}"), writes=True
     ),
+    "autotune export --format python": Case(
+        _command("export", "--storage", "{storage}", "--format", "python", "-o", "{output}"),
+        writes=True,
+    ),
 }
 
 _CHECK = """
