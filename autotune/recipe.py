@@ -76,13 +76,6 @@ class Recipe:
         data["config"] = self.config.to_dict()
         return data
 
-    def to_python(self) -> str:
-        """The recipe as a short Python module of plain Keras and tf.data that reproduces it
-        without autotune (:func:`autotune.recipe_code.python_snippet`)."""
-        from autotune.recipe_code import python_snippet
-
-        return python_snippet(self)
-
     def save(self, path: str | Path, *, protected: Iterable[Path] = ()) -> Path:
         """Writes the recipe as JSON to ``path`` atomically and returns the path; never over a
         symbolic link, an SQLite database or a ``protected`` file (see

@@ -1,5 +1,5 @@
 """``autotune export``: a stored study's best configuration, as a JSON recipe for
-``autotune.apply()`` or as Python code to paste (:mod:`autotune.recipe_code`)."""
+``autotune.apply()`` or as Python code to paste (:mod:`autotune.trial.recipe_code`)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,9 @@ def export(
     records = read_records(storage, study_name)
     recipe = records.best(max_fidelity, max_memory)
     if python:
-        path = write_output(output, recipe.to_python(), what=what, protected=protected)
+        from autotune.trial.recipe_code import python_snippet
+
+        path = write_output(output, python_snippet(recipe), what=what, protected=protected)
     else:
         path = recipe.save(output, protected=protected)
     where = "standard output" if is_stdout(output) else path

@@ -1,6 +1,6 @@
 """The recipe as code, run (docs/your-model.md, "The answer as code"): the module
-``Recipe.to_python()`` writes, used as its docstring says on the bundled digits CNN and on a model
-with normalisation and attention layers, builds the model and the batches that
+``python_snippet(recipe)`` writes, used as its docstring says on the bundled digits CNN and on a
+model with normalisation and attention layers, builds the model and the batches that
 ``autotune.apply(...).build(...)`` builds: the same dtype policies, ``jit_compile``, steps per
 execution, learning rate per step and first batch."""
 
@@ -20,6 +20,7 @@ from autotune.experiment import Experiment
 from autotune.recipe import Recipe
 from autotune.trial.applied import apply
 from autotune.trial.data_forms import to_examples
+from autotune.trial.recipe_code import python_snippet
 
 pytestmark = [
     pytest.mark.slow,  # imports TensorFlow and builds models
@@ -49,7 +50,7 @@ def recipe_of(experiment: Experiment, config: TrialConfig) -> Recipe:
 def snippet(recipe: Recipe, folder: Path) -> ModuleType:
     """The recipe's code, written to a file and imported as a module of its own."""
     path = folder / "recipe_code.py"
-    path.write_text(recipe.to_python(), encoding="utf-8")
+    path.write_text(python_snippet(recipe), encoding="utf-8")
     spec = importlib.util.spec_from_file_location("recipe_code_under_test", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -1,6 +1,7 @@
-"""The recipe as code (docs/your-model.md, "The answer as code"): the module autotune.recipe_code
-writes holds the recipe's values, parses whatever a stored name holds, and ``autotune export
---format python`` writes it. Running it is tests/integration/test_recipe_code.py."""
+"""The recipe as code (docs/your-model.md, "The answer as code"): the module
+autotune.trial.recipe_code writes holds the recipe's values, parses whatever a stored name holds,
+and ``autotune export --format python`` writes it. Running it is
+tests/integration/test_recipe_code.py."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from autotune.cli import main
 from autotune.config import TrialConfig
 from autotune.recipe import Recipe
 from autotune.store.records import load_records
+from autotune.trial.recipe_code import python_snippet
 from tests.support.demo_study import DemoStudy
 
 CONFIG = TrialConfig(
@@ -62,7 +64,7 @@ def constants(code: str) -> dict[str, str]:
 
 
 def test_the_module_holds_every_value_of_the_recipe() -> None:
-    code = recipe().to_python()
+    code = python_snippet(recipe())
     values = constants(code)
 
     literal = {name: ast.literal_eval(values[name]) for name in values if name != "FLOAT32_LAYERS"}
@@ -95,13 +97,13 @@ def test_the_module_holds_every_value_of_the_recipe() -> None:
 
 def test_defaults_render_as_tf_data_autotune_and_no_float32_layers() -> None:
     baseline = recipe(TrialConfig(batch_size=32), trial=None, speedup=None, effective={})
-    values = constants(baseline.to_python())
+    values = constants(python_snippet(baseline))
 
     assert values["NUM_PARALLEL_CALLS"] == values["PREFETCH"] == "tf.data.AUTOTUNE"
     assert values["FLOAT32_LAYERS"] == "()"
     assert values["WARMUP_STEPS"] == "0" and values["PADDED"] == "False"
-    assert "the float32/no-XLA baseline (nothing beat it" in baseline.to_python()
-    jax = recipe(TrialConfig(batch_size=32, backend="jax", jit_compile=True)).to_python()
+    assert "the float32/no-XLA baseline (nothing beat it" in python_snippet(baseline)
+    jax = python_snippet(recipe(TrialConfig(batch_size=32, backend="jax", jit_compile=True)))
     assert 'os.environ["KERAS_BACKEND"] = "jax"' in jax
 
 
@@ -110,7 +112,7 @@ def test_defaults_render_as_tf_data_autotune_and_no_float32_layers() -> None:
     ['x"""; import os; os.system("echo hacked")  #', "back\\slash \\N{oops} \\", 'q"' * 60],
 )
 def test_a_stored_name_cannot_break_out_of_the_docstring(hostile: str) -> None:
-    code = recipe(experiment=hostile, study=hostile, hardware={"cpu": hostile}).to_python()
+    code = python_snippet(recipe(experiment=hostile, study=hostile, hardware={"cpu": hostile}))
 
     tree = ast.parse(code)
     doc = " ".join((ast.get_docstring(tree) or "").split())
@@ -129,7 +131,7 @@ def test_export_writes_the_code_of_the_best_configuration(demo: DemoStudy, tmp_p
 
     assert result.exit_code == 0, result.output
     best = load_records(demo.storage).best()
-    assert output.read_text(encoding="utf-8") == best.to_python()
+    assert output.read_text(encoding="utf-8") == python_snippet(best)
     assert f"BATCH_SIZE = {best.config.batch_size}" in output.read_text(encoding="utf-8")
     default = runner.invoke(
         main, ["export", "--storage", demo.storage, "--format", "python", "-o", "-"]

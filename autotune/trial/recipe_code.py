@@ -1,13 +1,14 @@
 """A recipe as code: a short, commented Python module of plain Keras and tf.data that reproduces
 the recipe's training settings without autotune installed (``autotune export --format python``,
-:meth:`autotune.recipe.Recipe.to_python`).
+:func:`python_snippet`).
 
 The module sets what a trial set, as the trial set it: the Keras backend, TensorFlow's thread
 counts and the dtype policy (``set_up``, before the model is built), the learning rate for the
 batch size with its warm-up (``learning_rate``), the output and the recipe's float32 layers kept
 in float32 (``keep_float32``), the ``model.compile`` settings (``COMPILE``) and the input
 pipeline (``pipeline``). Its values come from the recipe's configuration and what took effect in
-its trial. No TensorFlow here.
+its trial, and its code is the trial's written out (beside :mod:`autotune.trial.applied`, which
+reproduces a recipe with the trial's own code). No TensorFlow here.
 """
 
 from __future__ import annotations
