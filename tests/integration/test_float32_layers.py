@@ -10,14 +10,14 @@ import math
 import keras
 import pytest
 
-from autotune import TrialConfig, hardware
+from autotune import TrialConfig
 from autotune.bundled import load_experiment
 from autotune.experiment import Experiment
 from autotune.float32_layers import AVAILABLE_KEY, CHANGED_KEY
-from autotune.recipe import Recipe
 from autotune.trial.applied import apply
 from autotune.trial.layer_policies import keep_float32
 from autotune.trial.runner import run_trial
+from tests.support.recipes import recipe_for
 
 pytestmark = [
     pytest.mark.slow,  # imports TensorFlow and trains
@@ -82,28 +82,11 @@ def test_a_trial_trains_with_its_float32_layers_and_records_them(tiny_attention,
     assert result.curve and all(math.isfinite(p.val_loss) for p in result.curve)
 
 
-def recipe(config: TrialConfig) -> Recipe:
-    return Recipe(
-        config=config,
-        learning_rate=0.01,
-        throughput=None,
-        baseline_throughput=None,
-        speedup=None,
-        fidelity=None,
-        tolerance=1.5,
-        experiment="tiny_attention",
-        study="tiny-s",
-        storage="sqlite:///autotune.db",
-        trial=1,
-        effective={"learning_rate": 0.01},
-        hardware=dict(hardware.hardware()),
-    )
-
-
 def test_apply_reproduces_the_float32_layers_in_build_and_in_the_users_model(
     tiny_attention,
 ) -> None:
-    applied = apply(recipe(TrialConfig(batch_size=32, precision=BF16, float32_layers="norms")))
+    config = TrialConfig(batch_size=32, precision=BF16, float32_layers="norms")
+    applied = apply(recipe_for(config, experiment="tiny_attention"))
     built, train = applied.build(tiny_attention)
     own = applied.float32_output(tiny_attention.model(), next(iter(train))[0])
 

@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import pytest
 
-from autotune import TrialConfig, hardware
+from autotune import TrialConfig
 from autotune.bundled import load_experiment
 from autotune.experiment import Experiment
 from autotune.fidelity import fidelity_distance, noise_floor
@@ -19,6 +19,7 @@ from autotune.recipe import Recipe
 from autotune.trial.applied import apply
 from autotune.trial.lr_schedule import LinearWarmup
 from autotune.trial.runner import run_trial
+from tests.support.recipes import recipe_for
 
 pytestmark = [
     pytest.mark.slow,  # imports TensorFlow and trains
@@ -72,21 +73,8 @@ def test_a_larger_batch_drifts_with_the_linear_rule_and_keeps_its_curve_with_sqr
 
 
 def recipe(config: TrialConfig, learning_rate: float, warmup: int) -> Recipe:
-    return Recipe(
-        config=config,
-        learning_rate=learning_rate,
-        throughput=None,
-        baseline_throughput=None,
-        speedup=None,
-        fidelity=None,
-        tolerance=1.5,
-        experiment="tiny",
-        study="tiny-s",
-        storage="sqlite:///autotune.db",
-        trial=1,
-        effective={"learning_rate": learning_rate, "lr_warmup_steps": warmup},
-        hardware=dict(hardware.hardware()),
-    )
+    effective = {"learning_rate": learning_rate, "lr_warmup_steps": warmup}
+    return recipe_for(config, learning_rate, effective=effective)
 
 
 def test_apply_gives_the_optimizer_the_warm_up_a_trial_trained_with(tiny) -> None:

@@ -14,13 +14,14 @@ import keras
 import numpy as np
 import pytest
 
-from autotune import TrialConfig, hardware
+from autotune import TrialConfig
 from autotune.bundled import load_experiment
 from autotune.experiment import Experiment
 from autotune.recipe import Recipe
 from autotune.trial.applied import apply
 from autotune.trial.data_forms import to_examples
 from autotune.trial.recipe_code import python_snippet
+from tests.support.recipes import recipe_for
 
 pytestmark = [
     pytest.mark.slow,  # imports TensorFlow and builds models
@@ -30,20 +31,15 @@ pytestmark = [
 
 def recipe_of(experiment: Experiment, config: TrialConfig) -> Recipe:
     learning = experiment.learning_rate_of(config.lr_rule, config.batch_size, 6400)
-    return Recipe(
-        config=config,
-        learning_rate=learning.rate,
-        throughput=None,
-        baseline_throughput=None,
+    return recipe_for(
+        config,
+        learning.rate,
         speedup=1.5,
         fidelity=0.5,
-        tolerance=1.5,
         experiment=experiment.name,
         study=f"{experiment.name}-s",
-        storage="sqlite:///autotune.db",
         trial=3,
-        effective={**learning.to_dict()},
-        hardware=dict(hardware.hardware()),
+        effective=learning.to_dict(),
     )
 
 

@@ -27,6 +27,7 @@ from autotune.study.rescues import island_rescues, island_values
 from autotune.study.start import space_params
 from tests.support.demo_study import write_experiment
 from tests.support.fake_trials import BASE_BATCH, SPACE, TOLERANCE, fake_result
+from tests.support.recipes import recipe_for
 
 ISLANDS = SearchSpace(
     "islands",
@@ -182,7 +183,6 @@ def test_the_trial_and_the_recipe_show_the_layers_kept() -> None:
     from rich.console import Console
 
     from autotune.config import RunSettings
-    from autotune.recipe import Recipe
     from autotune.views.terminal import show_recipe, show_result
 
     config = dataclasses.replace(BF16, float32_layers="norms")
@@ -191,20 +191,7 @@ def test_the_trial_and_the_recipe_show_the_layers_kept() -> None:
     result = dataclasses.replace(result, effective={**result.effective, **kept})
     out = Console(record=True, width=200)
     show_result(out, result)
-    recipe = Recipe(
-        config=config,
-        learning_rate=0.01,
-        throughput=None,
-        baseline_throughput=None,
-        speedup=None,
-        fidelity=None,
-        tolerance=1.5,
-        experiment="x.py:x",
-        study="s",
-        storage="sqlite:///x.db",
-        trial=3,
-        effective=result.effective,
-    )
+    recipe = recipe_for(config, trial=3, experiment="x.py:x", effective=result.effective)
     show_recipe(out, recipe)
     text = out.export_text()
 
