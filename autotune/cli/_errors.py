@@ -57,6 +57,7 @@ FLAGS = {
     "cpus": "--cpus",
     "objectives": "--objectives",
     "max_memory_mib": "--max-memory",
+    "warm_start": "--warm-start",
 }
 
 

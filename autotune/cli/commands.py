@@ -128,6 +128,14 @@ def main() -> None:
     "(the fidelity check cannot see drift; without this the study stops before searching); "
     "every view then marks the study as throughput only.",
 )
+@click.option(
+    "--warm-start",
+    metavar="STORAGE[:STUDY]",
+    default=None,
+    help="Start a new study from an earlier one (another model version, machine or space): "
+    "its answer and Pareto front are measured again here first. STUDY may be left out when "
+    "STORAGE holds one study.",
+)
 @OBJECTIVES_OPTION
 @MAX_MEMORY_OPTION
 @run_worker_options
@@ -148,6 +156,7 @@ def run(
     confirm_rounds: int,
     as_json: bool,
     throughput_only: bool,
+    warm_start: str | None,
     objectives: str | None,
     max_memory: float | None,
     workers: int,
@@ -184,6 +193,7 @@ def run(
         placement=placements[0],
         objectives=objectives,
         throughput_only=throughput_only,
+        warm_start=warm_start,
     )
     done = study.finished_count()
     console.print(
@@ -192,6 +202,10 @@ def run(
         f"{len(placements)} worker{'s' if len(placements) > 1 else ''} on "
         + ", ".join(p.describe() for p in placements)
     )
+    if study.warm_start is not None:
+        console.print(safe(study.warm_start.summary()))
+        for proposal in study.warm_start.proposals:
+            console.print(safe(f"  {proposal.describe(study.warm_start.study)}"))
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -316,6 +330,8 @@ def status(storage: str, study_name: str | None, as_json: bool) -> None:
         console.print(safe(line))
     if records.throughput_only is not None:
         console.print(safe(f"warning: {throughput_only_text(records.throughput_only)}"))
+    if records.warm_start is not None:
+        console.print(safe(records.warm_start.summary()))
     counts = records.counts()
     console.print(
         f"{records.finished_count()} finished trials; "

@@ -67,6 +67,7 @@ from autotune.store.storage import (
     quiet_experimental,
 )
 from autotune.store.throughput_only import throughput_only_reason
+from autotune.store.warm_start import WARM_START_KEY, WarmStart, warm_start_of
 
 #: A point to minimise in every coordinate: (-samples/s, fidelity[, peak MiB]).
 Costs = tuple[float, ...]
@@ -142,6 +143,8 @@ class StudyRecords:
         anchors: the baseline re-measured during the search; speed-ups are against the nearest.
         throughput_only: why the fidelity check cannot see, for a study accepted as throughput
             only (:mod:`autotune.store.throughput_only`); None otherwise.
+        warm_start: where the first proposals came from, for a study started warm from an
+            earlier one (:mod:`autotune.store.warm_start`); None for a cold start.
     """
 
     study_name: str
@@ -159,6 +162,7 @@ class StudyRecords:
     confirmation: Confirmation | None = None
     anchors: Anchors = field(default_factory=Anchors)
     throughput_only: str | None = None
+    warm_start: WarmStart | None = None
 
     @property
     def hardware(self) -> dict[str, Any]:
@@ -354,6 +358,8 @@ def read_records(
     trials = tuple(rows)
     with damaged_study(url, name, f"its baseline ({BASELINE_KEY!r})"):
         baseline = baseline_of(attrs.get(BASELINE_KEY) or {}, _baseline_log_dir(url, name, trials))
+    with damaged_study(url, name, f"its warm start ({WARM_START_KEY!r})"):
+        warm_start = warm_start_of(attrs)
     return StudyRecords(
         study_name=name,
         storage=url,
@@ -370,6 +376,7 @@ def read_records(
         confirmation=_confirmation_of(attrs.get(CONFIRMATION_KEY)),
         anchors=read_anchors(attrs),
         throughput_only=throughput_only_reason(attrs),
+        warm_start=warm_start,
     )
 
 

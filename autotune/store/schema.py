@@ -56,6 +56,7 @@ from autotune.store.profile_facts import (
     step_ms_of,
 )
 from autotune.store.result import CurvePoint
+from autotune.store.warm_start import origin_of
 
 #: The default objectives, in Optuna's order (``memory`` may follow:
 #: :mod:`autotune.store.objectives`).
@@ -311,6 +312,12 @@ class TrialRow(RunFacts):
         return self.state in ("complete", "pruned") or (
             self.state == "failed" and self.failure_kind != INTERRUPTED
         )
+
+    @property
+    def warm_from(self) -> tuple[int, str] | None:
+        """(earlier trial, description) when a warm start proposed this trial
+        (:mod:`autotune.store.warm_start`); None otherwise."""
+        return origin_of(self.user_attrs)
 
     @property
     def scored(self) -> bool:

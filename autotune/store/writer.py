@@ -50,6 +50,7 @@ from autotune.store.schema import (
     WORKER_ATTR,
 )
 from autotune.store.throughput_only import THROUGHPUT_ONLY_KEY
+from autotune.store.warm_start import WARM_START_ATTR, WARM_START_KEY, WarmStart
 
 #: The trial attributes that hold a measurement, copied whole to a duplicate that reuses it.
 MEASUREMENT_ATTRS = (THROUGHPUT_ATTR, FIDELITY_ATTR, FIDELITY_SYMMETRIC_ATTR, RESULT_ATTR)
@@ -106,6 +107,18 @@ def write_start(study: optuna.Study, configs: Sequence[TrialConfig]) -> None:
     """Stores the structured start's configurations (:data:`~autotune.store.schema.START_KEY`;
     an empty list for a random start)."""
     study.set_user_attr(START_KEY, [config.to_dict() for config in configs])
+
+
+def write_warm_start(study: optuna.Study, warm: WarmStart) -> None:
+    """Stores where a warm study's first proposals came from
+    (:data:`~autotune.store.warm_start.WARM_START_KEY`)."""
+    study.set_user_attr(WARM_START_KEY, warm.to_dict())
+
+
+def enqueue_warm(study: optuna.Study, params: Mapping[str, Any], origin: Mapping[str, Any]) -> None:
+    """Enqueues a warm start's proposal with where it came from
+    (:data:`~autotune.store.warm_start.WARM_START_ATTR`) on the trial."""
+    study.enqueue_trial(dict(params), user_attrs={WARM_START_ATTR: dict(origin)})
 
 
 def write_combined(study: optuna.Study, combined: TrialConfig | None) -> None:
@@ -238,6 +251,7 @@ __all__ = [
     "MEASUREMENT_ATTRS",
     "clear_failure_for_retry",
     "copy_measurement",
+    "enqueue_warm",
     "mark_interrupted",
     "mark_orphan_interrupted",
     "mark_running",
@@ -263,4 +277,5 @@ __all__ = [
     "write_start",
     "write_target",
     "write_throughput_only",
+    "write_warm_start",
 ]

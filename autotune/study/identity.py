@@ -160,10 +160,11 @@ def objectives_of(
     return stored
 
 
-def differences(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:
-    """'key: stored X, now Y' for every key whose value differs."""
+def differences(stored: dict[str, Any], current: dict[str, Any], then: str = "stored") -> list[str]:
+    """'key: stored X, now Y' for every key whose value differs (``then`` in place of
+    "stored")."""
     return [
-        f"{key}: stored {stored.get(key)!r}, now {current.get(key)!r}"
+        f"{key}: {then} {stored.get(key)!r}, now {current.get(key)!r}"
         for key in sorted(set(stored) | set(current))
         if stored.get(key) != current.get(key)
     ]
@@ -175,12 +176,15 @@ def _fact(facts: dict[str, Any], key: str) -> Any:
     return facts.get(key)
 
 
-def hardware_differences(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:
+def hardware_differences(
+    stored: dict[str, Any], current: dict[str, Any], then: str = "stored"
+) -> list[str]:
     """The fingerprinted facts behind a hardware difference (the CPU, its cores, the cores
-    this process may use, the GPUs, the architecture), as 'key: stored X, now Y'."""
+    this process may use, the GPUs, the architecture), as 'key: stored X, now Y' (``then`` in
+    place of "stored")."""
     keys = ("cpu", "logical_cores", "usable_cores", "gpus", "machine")
     return [
-        f"{key}: stored {_fact(stored, key)!r}, now {_fact(current, key)!r}"
+        f"{key}: {then} {_fact(stored, key)!r}, now {_fact(current, key)!r}"
         for key in keys
         if _fact(stored, key) != _fact(current, key)
     ]

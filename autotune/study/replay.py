@@ -288,12 +288,14 @@ def replay(
     tolerance: float = 1.5,
     work: Path | None = None,
     predict_fidelity: bool = True,
+    warm_start: str | None = None,
 ) -> list[ReplayedTrial]:
     """Replays one search of ``budget`` trials with ``strategy`` (a name in
     :data:`STRATEGIES`) and ``seed`` against ``grid``. ``reference`` is the experiment (default:
     the bundled one the grid is named after); ``work`` a folder for the replay's storage and
     logs (default: a temporary one, removed); ``predict_fidelity`` False measures every proposal,
-    one the measured trials rule out too (the method before the fidelity prediction). Raises
+    one the measured trials rule out too (the method before the fidelity prediction);
+    ``warm_start`` starts the study warm from an earlier one ("STORAGE[:STUDY]"). Raises
     ImportError for a strategy whose sampler needs a library not installed (GP: PyTorch)."""
     if strategy not in STRATEGIES:
         raise ConfigError(f"strategy must be one of {list(STRATEGIES)}. Received: {strategy!r}")
@@ -305,8 +307,8 @@ def replay(
     run = (grid, start, sampler, seed, budget, reference, tolerance)
     if work is None:
         with tempfile.TemporaryDirectory(prefix="autotune_replay_") as folder:
-            return _replay(*run, Path(folder), predict_fidelity)
-    return _replay(*run, work, predict_fidelity)
+            return _replay(*run, Path(folder), predict_fidelity, warm_start)
+    return _replay(*run, work, predict_fidelity, warm_start)
 
 
 def _replay(
@@ -319,6 +321,7 @@ def _replay(
     tolerance: float,
     work: Path,
     predict_fidelity: bool,
+    warm_start: str | None = None,
 ) -> list[ReplayedTrial]:
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     runner = TableRunner(grid)
@@ -337,6 +340,7 @@ def _replay(
         profile_mode="off",
         max_consecutive_failures=budget + 1,
         placement=Placement(shared=True),  # a table answers: no core to claim from real trials
+        warm_start=warm_start,
     )
     if study.experiment.base_batch_size != grid.baseline_config.batch_size:
         raise ConfigError(

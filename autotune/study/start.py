@@ -30,7 +30,9 @@ slower) is stopped in seconds and stored with a violated constraint
 configurations sharing it become unlikely. A probe outside the space is moved to the nearest
 value the space holds; one the space cannot express (a precision it does not search) is left
 out. The start is stored with the study (:data:`START_KEY`), so a resumed study finishes it and
-one made with ``start="random"`` never gets one. No TensorFlow here.
+one made with ``start="random"`` never gets one. A study started warm measures an earlier
+study's answer and front before all of it (:mod:`autotune.study.warm_start`). No TensorFlow
+here.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from autotune.space import (
 from autotune.store import writer
 from autotune.store.anchors import epoch
 from autotune.store.schema import COMBINED_KEY, CONFIG_ATTR, REFINED_KEY, START_KEY
+from autotune.store.warm_start import warm_start_of
 from autotune.study import anchor, baseline
 from autotune.study import rescues as rescue
 from autotune.study.checklist import checklist_config
@@ -128,6 +131,13 @@ def centre_of(space: SearchSpace, base_batch_size: int) -> TrialConfig:
     where the space does not hold it."""
     baseline = TrialConfig.baseline(base_batch_size).to_dict()
     return TrialConfig.from_dict(_in_space(space, baseline, baseline, base_batch_size))
+
+
+def moved_into(space: SearchSpace, config: TrialConfig, base_batch_size: int) -> TrialConfig:
+    """``config`` as ``space`` holds it: each value the space searches snapped to it (the
+    nearest number it holds), each setting it does not search at the baseline's value."""
+    centre = centre_of(space, base_batch_size).to_dict()
+    return TrialConfig.from_dict(_in_space(space, config.to_dict(), centre, base_batch_size))
 
 
 def _probe_values(
@@ -359,16 +369,37 @@ def _refine(
     return next(untried, None)
 
 
+def _enqueue_warm(
+    study: optuna.Study, space: SearchSpace, tried: set[TrialConfig]
+) -> TrialConfig | None:
+    """Enqueues the warm start's first proposal no trial has tried (in any state), with where
+    it came from on the trial (:mod:`autotune.study.warm_start`); None when there is none or
+    the study started cold."""
+    warm = warm_start_of(study.user_attrs)
+    if warm is None:
+        return None
+    for proposal in warm.proposals:
+        if proposal.config not in tried:
+            origin = proposal.origin(warm.study)
+            writer.enqueue_warm(study, space_params(space, proposal.config), origin)
+            return proposal.config
+    return None
+
+
 def enqueue_next(study: optuna.Study, space: SearchSpace, tolerance: float) -> TrialConfig | None:
     """Enqueues the next configuration of the structured start that no trial has tried (in any
-    state): the stored probes in order, then, once none is waiting or running, their
-    combination (stored as :data:`COMBINED_KEY`), then, once that is measured, the neighbours
-    of the best configuration so far (:func:`_refine`). Returns it; None once the start is done
+    state): a warm start's proposals first (:mod:`autotune.study.warm_start`), the stored
+    probes in order, then, once none is waiting or running, their combination (stored as
+    :data:`COMBINED_KEY`), then, once that is measured, the neighbours of the best
+    configuration so far (:func:`_refine`). Returns it; None once the start is done
     or while trials enqueued by someone else wait."""
     active = study.get_trials(deepcopy=False, states=(TrialState.WAITING, TrialState.RUNNING))
     if any(t.state == TrialState.WAITING for t in active):
         return None  # enqueued already (by this or by the caller): let them run first
     tried = _tried(study)
+    warm = _enqueue_warm(study, space, tried)
+    if warm is not None:
+        return warm
     starts = [
         TrialConfig.from_dict(stored, f"study user attribute {START_KEY}")
         for stored in study.user_attrs.get(START_KEY) or []
@@ -408,6 +439,7 @@ __all__ = [
     "check_start",
     "combined_config",
     "enqueue_next",
+    "moved_into",
     "neighbours",
     "record_start",
     "space_params",

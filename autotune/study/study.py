@@ -4,13 +4,13 @@ A study runs the experiment's baseline (:mod:`autotune.study.baseline`), then as
 configurations. Each trial is measured in its own process; its throughput (samples/s, maximised)
 and fidelity distance (minimised) are the named objectives, peak memory (MiB, minimised) a third
 on request (:mod:`autotune.store.objectives`), and ``fidelity - tolerance <= 0`` is an Optuna
-constraint. The first trials are a structured start (:mod:`autotune.study.search`). A
+constraint. The first trials are an earlier study's answer where it starts warm
+(:mod:`autotune.study.warm_start`), then a structured start (:mod:`autotune.study.search`). A
 trial confidently slower than the baseline is stopped before its curve and recorded as pruned,
 with a violated constraint so the sampler ranks it as dominated (:mod:`autotune.study.scoring`); a
-duplicate of a measured configuration reuses its measurement, one predicted to run out of
-memory (:mod:`autotune.study.prediction`) or infeasible
-(:mod:`autotune.study.fidelity_prediction`) is pruned without running.
-Running the same study again resumes it (:mod:`autotune.study.identity`,
+duplicate reuses its measurement, one predicted to run out of memory
+(:mod:`autotune.study.prediction`) or infeasible (:mod:`autotune.study.fidelity_prediction`) is
+pruned without running. Running it again resumes it (:mod:`autotune.study.identity`,
 :mod:`autotune.study.recovery`); several workers may share it (:mod:`autotune.study.claims`,
 :mod:`autotune.study.placement`). No TensorFlow here: trials run through :mod:`autotune.trial`.
 """
@@ -58,6 +58,7 @@ from autotune.study import (
     search,
     turns,
 )
+from autotune.study import warm_start as warming
 from autotune.study.optuna_tools import set_constraints
 from autotune.study.placement import HostClaim, Placement
 from autotune.study.profiling import ProfileListener, profile_front
@@ -129,6 +130,8 @@ class Study:
         throughput_only: go on when the baseline's curve does not move beyond its seeds'
             spread (the fidelity check cannot see), marked so everywhere; otherwise such a
             study stops before searching (:func:`autotune.study.baseline.check_curve_signal`).
+        warm_start: "STORAGE[:STUDY]": an earlier study whose answer and front a new study
+            measures first (:mod:`~autotune.study.warm_start`); a stored one keeps its own.
     """
 
     def __init__(
@@ -152,6 +155,7 @@ class Study:
         placement: Placement | None = None,
         objectives: str | Sequence[str] | None = None,
         throughput_only: bool = False,
+        warm_start: str | None = None,
     ) -> None:
         self.profile_mode = check_mode(profile_mode)
         self.throughput_only = throughput_only
@@ -178,12 +182,13 @@ class Study:
         check_url(storage)
         self.placement = placement or Placement()
         self.placement.apply()  # before the identity: a core set is part of the fingerprint
-        self.log_root = Path(log_root or self._default_log_root()).resolve()
+        self.log_root = Path(log_root or default_log_root(storage, self.name)).resolve()
         if not read_only:
             checks.check_log_root(self.log_root)
         self._storage = open_storage(storage, stale_trial_callback=recovery.RetryInterrupted())
         self._guard = StorageGuard(storage)
         base = self.experiment.base_batch_size
+        warm = warm_start and warming.prepare(warm_start, self, requested)  # before create
         self.optuna, is_new = search.create(
             self._storage,
             self.name,
@@ -198,15 +203,13 @@ class Study:
         if is_new:
             starts = structured_start(self.space, base, hardware.hardware())
             record_start(self.optuna, starts if start_mode == "structured" else [])
+        self.warm_start = warming.settle(self.optuna, warm or None, is_new)
         self._listeners: list[Callable[[TrialRow], None]] = []
         self._on_profile: ProfileListener | None = None
         self._proposal = claims.Claim(storage, self.name, "proposal")
         self._host = HostClaim(self.placement, self.name)
 
     # ----------------------------------------------------------------- storage and identity
-    def _default_log_root(self) -> Path:
-        return default_log_root(self.storage_url, self.name)
-
     def _identity(self, allow_mismatch: bool, is_new: bool) -> None:
         current = identity.identity(
             self.experiment, self.space, self.tolerance, self.settings, self.objectives
@@ -346,9 +349,8 @@ class Study:
         """Runs the baseline if needed, then trials until the study holds ``n_trials`` finished
         trials (baseline runs not counted) or ``timeout`` seconds have passed.
 
-        Running it again with the same ``n_trials`` completes the remainder: completed trials
-        are kept, configurations already measured are not re-run, and a trial interrupted by a
-        crash of this process is failed and retried once with the same parameters. Another
+        Running it again with the same ``n_trials`` completes the remainder: measured trials
+        are kept, and one interrupted by a crash is failed and retried once as it was. Another
         process running trials on the same SQLite study is refused (:mod:`~.run_lock`); on a
         Journal file or PostgreSQL, workers share the study and its ``n_trials`` (stored for
         ``autotune worker``), each trial running elsewhere counting towards it.
@@ -446,10 +448,8 @@ class Study:
         """Re-measures the ``top`` fastest feasible Pareto trials (faster than the baseline;
         with ``max_memory_mib``, within that peak memory, MiB) head to head with the baseline,
         ``rounds`` interleaved rounds of fresh processes, and trains each one's curve with
-        ``extra_seeds`` (see :mod:`autotune.analysis.head_to_head`). Stored in the study as it
-        goes: a confirmation already done for the same candidates is returned, not repeated; one cut
-        short resumes. ``top`` 0 confirms nothing and returns None.
-        """
+        ``extra_seeds`` (:mod:`autotune.analysis.head_to_head`). Stored as it goes: one done for
+        the same candidates is returned, one cut short resumes; ``top`` 0 returns None."""
         limit = check_memory_limit(max_memory_mib)
         seeds = confirming.check_plan(top, rounds, extra_seeds)
         if top == 0:

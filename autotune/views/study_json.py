@@ -11,6 +11,7 @@ added). Every field is always present, null when not known yet::
       "objectives": [str],                     # throughput, fidelity[, memory]
       "fidelity_definition": str | null,       # autotune.fidelity.DEFINITION it was scored with
       "throughput_only": str | null,           # why the fidelity check cannot see, if accepted
+      "warm_start": {storage, study, proposals, differences} | null,  # the earlier study
       "baseline": {
         "config": {setting: value} | null,     # one key per setting: config_schema()
         "throughput": {median, low, high, confidence, n} | null,   # samples/s
@@ -26,7 +27,8 @@ added). Every field is always present, null when not known yet::
         "fidelity_symmetric": float | null,
         "peak_memory_mib": float | null,       # the memory objective's measurement
         "feasible": bool | null, "failure_kind": str | null, "reason": str | null,
-        "duplicate_of": int | null, "log_dir": str | null
+        "duplicate_of": int | null, "log_dir": str | null,
+        "warm_from": int | null                # the earlier study's trial it was proposed from
       }],
       "pareto_front": [int],                   # feasible Pareto trials, fastest first
       "anchors": [{started, ended, throughput, error}],   # the baseline re-measured (samples/s)
@@ -69,6 +71,7 @@ def _trial(row: TrialRow) -> dict[str, Any]:
         "reason": row.reason,
         "duplicate_of": row.duplicate_of,
         "log_dir": row.log_dir,
+        "warm_from": row.warm_from[0] if row.warm_from else None,
     }
 
 
@@ -96,6 +99,7 @@ def study_json(records: StudyRecords) -> dict[str, Any]:
         "objectives": list(records.metric_names),
         "fidelity_definition": records.identity.get("fidelity"),
         "throughput_only": records.throughput_only,
+        "warm_start": records.warm_start.to_dict() if records.warm_start else None,
         "baseline": {
             "config": baseline.config.to_dict() if baseline.config else None,
             "throughput": baseline.throughput.to_dict() if baseline.throughput else None,

@@ -356,6 +356,8 @@ def trials_table(
             state = f"failed: {safe(row.failure_kind)}"
         if row.duplicate_of is not None:
             state += f" (= #{row.duplicate_of})"
+        if row.warm_from is not None:
+            state += f" (warm: earlier #{row.warm_from[0]})"
         if row.recompiled:
             state += f" [bold red]{RECOMPILED}[/]"
         if row.profile_log_dir:

@@ -28,11 +28,12 @@ from tests.support.demo_study import (
 TOP_KEYS = {
     "schema", "study", "storage", "experiment", "experiment_reference", "tolerance",
     "objectives", "fidelity_definition", "baseline", "finished", "counts", "trials", "pareto_front",
-    "confirmation", "recommendation", "throughput_only", "anchors", "drift",
+    "confirmation", "recommendation", "throughput_only", "anchors", "drift", "warm_start",
 }  # fmt: skip
 TRIAL_KEYS = {
     "number", "state", "config", "throughput", "fidelity", "fidelity_symmetric",
     "peak_memory_mib", "feasible", "failure_kind", "reason", "duplicate_of", "log_dir",
+    "warm_from",
 }  # fmt: skip
 
 

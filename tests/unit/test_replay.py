@@ -159,6 +159,26 @@ def test_a_replay_costs_what_the_trials_cost_live(grid: Grid, reference: str) ->
     assert seconds_to(trials, 3) == pytest.approx(sum(t.cost_seconds for t in trials[:3]))
 
 
+def test_a_warm_replay_measures_the_earlier_answer_first(
+    grid: Grid, reference: str, tmp_path: Path
+) -> None:
+    target = 0.95 * grid.best_feasible(1.5)
+    earlier = replay(grid, "autotune", 0, BUDGET, reference=reference, work=tmp_path / "a")
+    answer = next(t.row for t in earlier if (t.feasible_throughput or 0.0) >= target)
+    source = f"sqlite:///{tmp_path / 'a' / 'replay.db'}:replay-0"
+
+    cold = replay(grid, "autotune", 1, BUDGET, reference=reference)
+    warm = replay(grid, "autotune", 1, BUDGET, reference=reference, warm_start=source)
+
+    # The earlier study's answer is measured again first (costing what it costs live) and
+    # reaches the target at once; the cold search of the same seed needs the structured start.
+    assert warm[0].row.config == answer.config and warm[0].measured
+    assert warm[0].row.warm_from is not None
+    assert warm[0].cost_seconds >= MEASURED_SECONDS
+    assert trials_to_target(warm, target) == 1
+    assert trials_to_target(cold, target) > 1
+
+
 def test_a_replay_is_the_same_for_the_same_seed(grid: Grid, reference: str) -> None:
     first = replay(grid, "autotune", 3, 10, reference=reference)
     again = replay(grid, "autotune", 3, 10, reference=reference)

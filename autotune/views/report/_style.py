@@ -67,6 +67,8 @@ def _hover(records: StudyRecords, row: TrialRow | None) -> str:
             lines.append(f"fidelity {row.fidelity:.3f} (tolerance {records.tolerance:g})")
         if row.reason:
             lines.append(html.escape(_shorten(row.reason, 90)))
+        if row.warm_from is not None:
+            lines.append(html.escape(_shorten(f"warm start: {row.warm_from[1]}", 90)))
     memory = (records.baseline if row is None else row).peak_memory_mib
     if records.has_memory and memory is not None:
         lines.append(f"peak memory {memory:,.0f} MiB")

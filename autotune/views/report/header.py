@@ -73,6 +73,8 @@ def header_info(records: StudyRecords) -> HeaderInfo:
         ("report made", records.read_at),
     ]
     facts += drift_facts(records)  # after the facts the drift qualifies
+    if records.warm_start is not None:
+        facts.append(("warm start", records.warm_start.summary()))
     if records.throughput_only is not None:
         facts.append(("warning", throughput_only_text(records.throughput_only)))
     if records.mismatches_allowed:
