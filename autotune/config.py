@@ -192,6 +192,16 @@ class TrialConfig:
     def from_json(cls, text: str, source: str = "trial config") -> TrialConfig:
         return cls.from_dict(_parse_json(text, source), source)
 
+    def process_differences(self, other: TrialConfig) -> list[str]:
+        """The settings a trial process fixes when it starts (the backend, TensorFlow's thread
+        pools) on which ``other`` differs, as 'name: mine vs other': empty when both can be
+        timed in one process."""
+        return [
+            f"{name}: {getattr(self, name)!r} vs {getattr(other, name)!r}"
+            for name in settings.process_fixed()
+            if getattr(self, name) != getattr(other, name)
+        ]
+
     @property
     def compiler(self) -> str:
         """How the training step is compiled, for people: 'xla' or 'no-xla' on TensorFlow (a

@@ -346,6 +346,11 @@ def in_group(group: str) -> tuple[str, ...]:
     return tuple(s.name for s in SETTINGS if s.group == group)
 
 
+def process_fixed() -> tuple[str, ...]:
+    """The settings a trial process fixes when it starts (:attr:`Setting.process_fixed`)."""
+    return tuple(s.name for s in SETTINGS if s.process_fixed)
+
+
 def probed() -> tuple[str, ...]:
     """The settings a one-factor probe changes, in the order they are probed."""
     ranked = sorted((s for s in SETTINGS if s.probe is not None), key=lambda s: s.probe or 0)
@@ -383,5 +388,6 @@ __all__ = [
     "limits",
     "names",
     "probed",
+    "process_fixed",
     "setting",
 ]

@@ -36,6 +36,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -257,12 +258,56 @@ def run_isolated(
             xla_compile, nan, loss_scale, exception) and ``log_tail`` holds the end of its log.
         ConfigError: the experiment cannot be loaded or built (not worth retrying).
     """
-    reference = reference_of(experiment)
+    request: dict[str, Any] = {
+        "experiment": reference_of(experiment),
+        "config": config.to_dict(),
+        "settings": settings.to_dict(),
+    }
+    outcome = _run_request(request, config, settings, log_dir, env, log_limit_bytes, prestart)
+    return RunResult.from_dict(outcome["result"])
+
+
+def run_isolated_pair(
+    experiment: Experiment | str,
+    candidate: TrialConfig,
+    baseline: TrialConfig,
+    settings: RunSettings,
+    *,
+    pairs: int,
+    log_dir: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[RunResult, RunResult]:
+    """Times ``candidate`` and ``baseline`` side by side in one fresh process, ``pairs`` pairs
+    of alternating windows (:func:`autotune.trial.runner.run_paired`), throughput only; returns
+    (candidate's result, baseline's). The process runs on the candidate's backend and thread
+    pools, which the baseline must share (ConfigError otherwise). Logs, limits and failures as
+    :func:`run_isolated` (without a process started ahead)."""
+    request: dict[str, Any] = {
+        "experiment": reference_of(experiment),
+        "config": candidate.to_dict(),
+        "settings": settings.to_dict(),
+        "paired_with": baseline.to_dict(),
+        "pairs": pairs,
+    }
+    outcome = _run_request(request, candidate, settings, log_dir, env, None, False)
+    return RunResult.from_dict(outcome["result"]), RunResult.from_dict(outcome["paired"])
+
+
+def _run_request(
+    request: dict[str, Any],
+    config: TrialConfig,
+    settings: RunSettings,
+    log_dir: Path | str | None,
+    env: Mapping[str, str] | None,
+    log_limit_bytes: int | None,
+    prestart: bool,
+) -> dict[str, Any]:
+    """Runs ``request`` in a trial process for ``config`` (see :func:`run_isolated`); returns
+    its outcome of status "ok"."""
     memory_limit = settings.memory_limit_bytes or int(
         psutil.virtual_memory().total * DEFAULT_MEMORY_FRACTION
     )
     limit = log_limit(log_limit_bytes)
-    request = {"experiment": reference, "config": config.to_dict(), "settings": settings.to_dict()}
     with _scratch() as workdir:
         request_path, result_path = workdir / "request.json", workdir / "result.json"
         marker = workdir / "untimed" if prestart else None
@@ -390,13 +435,14 @@ def _watch(
 
 def _outcome(
     returncode: int, stopped: tuple[str, str] | None, result_path: Path, tail: str
-) -> RunResult:
+) -> dict[str, Any]:
+    """The trial process's outcome of status "ok"; TrialFailure or ConfigError otherwise."""
     if stopped is not None:
         raise TrialFailure(stopped[0], stopped[1], tail)  # type: ignore[arg-type]
     if result_path.exists():
-        outcome = json.loads(result_path.read_text(encoding="utf-8"))
+        outcome: dict[str, Any] = json.loads(result_path.read_text(encoding="utf-8"))
         if outcome["status"] == "ok":
-            return RunResult.from_dict(outcome["result"])
+            return outcome
         if outcome["status"] == "config_error":
             raise ConfigError(outcome["message"])
         raise TrialFailure(outcome["kind"], outcome["message"], tail)

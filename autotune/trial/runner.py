@@ -31,6 +31,7 @@ from autotune.analysis.profile import ProfileError, ProfileSummary, analyse
 from autotune.analysis.recompilation import Recompilation, detect
 from autotune.config import RunSettings, TrialConfig
 from autotune.exceptions import (
+    ConfigError,
     ExperimentError,
     TrialFailure,
     failure_kind,
@@ -223,6 +224,71 @@ def run_trial(
             curve = _train_curve(experiment, config, settings, setup)
     phases["total"] = trial.seconds()
     return _result(config, setup, speed, curve, phases)
+
+
+def run_paired(
+    experiment: Experiment,
+    candidate: TrialConfig,
+    baseline: TrialConfig,
+    settings: RunSettings,
+    pairs: int,
+) -> tuple[RunResult, RunResult]:
+    """Times ``candidate`` and ``baseline`` side by side in this process, throughput only.
+
+    Each is set up (its dtype policy set before its model is built), compiled and warmed up
+    once, the candidate first; then ``pairs`` pairs of timed windows alternate in ABBA order
+    (candidate then baseline, baseline then candidate, ...), so a machine that speeds up or
+    slows down moves both alike, and window i of the two results' ``window_samples_per_second``
+    were timed next to each other (samples/s). No curve, profile, ablation or early stop. The two
+    must share what a process fixes: ConfigError naming the settings that differ
+    (:meth:`TrialConfig.process_differences`) otherwise.
+    """
+    differences = candidate.process_differences(baseline)
+    if differences:
+        raise ConfigError(
+            f"{candidate.describe()} and {baseline.describe()} cannot be timed in one process: "
+            f"it fixes {'; '.join(differences)}"
+        )
+    if pairs < 2:
+        raise ConfigError(f"paired windows need at least 2 pairs. Received: {pairs}")
+    settings = settings.replace(stop_below_samples_per_second=None, curve=False)
+    configs = (candidate, baseline)
+    trial = Stopwatch()
+    phases: tuple[dict[str, float], dict[str, float]] = ({}, {})
+    setups, trainers, speeds = [], [], []
+    for config, phase in zip(configs, phases, strict=True):
+        with _timed(phase, "setup"):
+            setup = _set_up(experiment, config, settings)
+        trainer = Trainer(setup.model, setup.train_data, xla_compiles=bool(setup.model.jit_compile))
+        with _timed(phase, "warmup"):
+            warmup = _warm_up(trainer, config, settings)
+        fewest_calls = math.ceil(settings.min_window_steps / config.steps_per_execution)
+        steps = steps_per_window(warmup.steady_step_seconds, settings.window_seconds, fewest_calls)
+        setups.append(setup)
+        trainers.append(trainer)
+        speeds.append(_Speed(warmup=warmup, windows=_Windows(steps=steps)))
+    clock = Stopwatch()
+    for index in range(pairs):
+        for k in (0, 1) if index % 2 == 0 else (1, 0):
+            windows = speeds[k].windows
+            windows.samples_per_second.append(
+                timed_window(
+                    trainers[k],
+                    windows.steps,
+                    configs[k].samples_per_call,
+                    "paired window",
+                    windows.step_seconds,
+                )
+            )
+            trainers[k].sync()  # a JAX trainer's state back into its model, for the other
+    results = []
+    for k, config in enumerate(configs):
+        speeds[k].windows.throughput = summarize(speeds[k].windows.samples_per_second)
+        speeds[k].recompilation = _recompilation(setups[k], speeds[k])
+        phases[k]["paired windows"] = clock.seconds()
+        phases[k]["total"] = trial.seconds()
+        results.append(_result(config, setups[k], speeds[k], _Curve(), phases[k]))
+    return results[0], results[1]
 
 
 def _warm_up(trainer: Trainer, config: TrialConfig, settings: RunSettings) -> WarmUp:

@@ -8,6 +8,7 @@ import math
 
 import pytest
 
+from autotune import settings
 from autotune.config import PRECISIONS, RunSettings, TrialConfig
 from autotune.exceptions import ConfigError
 
@@ -589,3 +590,22 @@ def test_seed_zero_is_allowed():
 def test_a_one_step_warmup_is_refused_because_the_first_step_compiles():
     with pytest.raises(ConfigError, match=r"warmup_max_steps must be an integer >= 2"):
         RunSettings(warmup_min_steps=1, warmup_max_steps=1)
+
+
+def test_process_differences_name_what_one_process_cannot_hold_twice() -> None:
+    base = TrialConfig(batch_size=32)
+    # What a trial process fixes at its start: the backend and TensorFlow's thread pools.
+    assert settings.process_fixed() == ("intra_op_threads", "inter_op_threads", "backend")
+    # Everything a model or a pipeline carries can differ within one process.
+    other = TrialConfig(
+        batch_size=64, precision="mixed_bfloat16", jit_compile=True, steps_per_execution=8,
+        private_threadpool_size=2, float32_layers="norms", lr_rule="sqrt",
+    )  # fmt: skip
+    assert base.process_differences(other) == []
+    threads = TrialConfig(batch_size=32, intra_op_threads=2, inter_op_threads=1)
+    assert base.process_differences(threads) == [
+        "intra_op_threads: 0 vs 2",
+        "inter_op_threads: 0 vs 1",
+    ]
+    jax = TrialConfig(batch_size=32, backend="jax", jit_compile=True)
+    assert jax.process_differences(base) == ["backend: 'jax' vs 'tensorflow'"]
