@@ -112,13 +112,25 @@ def pareto_front(
         if not any(_dominates(costs[o.number], costs[r.number]) for o in candidates)
     ]
     if baseline_throughput is not None:
-        baseline = _costs(baseline_throughput, 0.0, baseline_memory_mib, objectives)
         front = [
             r
             for r in front
-            if not _dominates(baseline, costs[r.number]) and baseline != costs[r.number]
+            if not dominated_by_baseline(r, baseline_throughput, objectives, baseline_memory_mib)
         ]
     return sorted(front, key=lambda r: (-(r.throughput.median if r.throughput else 0), r.number))
+
+
+def dominated_by_baseline(
+    row: TrialRow,
+    baseline_throughput: float,
+    objectives: Sequence[str] = OBJECTIVES,
+    baseline_memory_mib: float | None = None,
+) -> bool:
+    """Whether the baseline (``baseline_throughput`` samples/s, fidelity 0 by definition, and
+    ``baseline_memory_mib`` MiB) dominates or equals the scored ``row`` on ``objectives``."""
+    baseline = _costs(baseline_throughput, 0.0, baseline_memory_mib, objectives)
+    cost = _row_costs(row, objectives)
+    return _dominates(baseline, cost) or baseline == cost
 
 
 @dataclass(frozen=True)
@@ -191,9 +203,19 @@ class StudyRecords:
 
     def pareto(self) -> list[TrialRow]:
         """The Pareto front on the study's objectives, with the baseline taken into account
-        (see :func:`pareto_front`)."""
-        baseline = self.baseline.throughput.median if self.baseline.throughput else None
-        return pareto_front(self.trials, baseline, self.metric_names, self.baseline.peak_memory_mib)
+        (see :func:`pareto_front`): each trial against the baseline measured nearest in time to
+        its start (:meth:`reference`), so a machine that slowed down after the study's start
+        does not leave the later trials dominated by the start's faster baseline."""
+        front = pareto_front(self.trials, None, self.metric_names)
+        if self.baseline.throughput is None:
+            return front
+        memory = self.baseline.peak_memory_mib
+        return [
+            row
+            for row in front
+            if (reference := self.reference(row)) is not None
+            and not dominated_by_baseline(row, reference.median, self.metric_names, memory)
+        ]
 
     def trial(self, number: int) -> TrialRow:
         """The trial with this number; KeyError when there is none."""
@@ -409,6 +431,7 @@ __all__ = [
     "TrialRow",
     "baseline_of",
     "breakdown_source",
+    "dominated_by_baseline",
     "failure_of",
     "load_records",
     "merge_profile_rerun",

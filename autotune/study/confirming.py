@@ -62,21 +62,21 @@ def check_plan(top: object, rounds: object, extra_seeds: Sequence[int]) -> tuple
 def candidates_of(
     records: StudyRecords, top: int, max_memory_mib: float | None = None
 ) -> list[TrialRow]:
-    """The ``top`` fastest feasible Pareto trials faster than the baseline (duplicates left
-    out; with ``max_memory_mib``, only those whose peak memory is within it, MiB), fastest
-    first. On three objectives the front also holds slower trials that need less memory than
-    the baseline: a confirmation of speed-ups leaves them out."""
-    floor = records.baseline.throughput.median if records.baseline.throughput else 0.0
+    """The ``top`` fastest feasible Pareto trials faster than the baseline measured nearest in
+    time to them (duplicates left out; with ``max_memory_mib``, only those whose peak memory is
+    within it, MiB), the largest speed-up first (the same order as samples/s without anchors).
+    On three objectives the front also holds slower trials that need less memory than the
+    baseline: a confirmation of speed-ups leaves them out."""
+    ratios = {r.number: records.speedup(r) or 0.0 for r in records.trials}
     front = [
         r
         for r in records.pareto()
         if r.config is not None
         and r.duplicate_of is None
-        and r.throughput is not None
-        and r.throughput.median > floor
+        and ratios[r.number] > 1.0
         and within_memory(r, max_memory_mib)
     ]
-    return front[:top]
+    return sorted(front, key=lambda r: (-ratios[r.number], r.number))[:top]
 
 
 def speed_settings(settings: RunSettings) -> RunSettings:

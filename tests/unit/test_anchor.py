@@ -24,7 +24,7 @@ from autotune.store.anchors import ANCHOR_PREFIX, Anchor, Anchors, read_anchors
 from autotune.store.records import load_records
 from autotune.store.result import RunResult
 from autotune.store.schema import BASELINE_KEY
-from autotune.study import Study, anchor
+from autotune.study import Study, anchor, confirming
 from autotune.study import start as start_module
 from autotune.study.anchor import Every
 from autotune.views.drift import drift_facts, drift_lines
@@ -162,6 +162,25 @@ def test_speed_ups_and_the_answer_are_against_the_nearest_anchor(drifted) -> Non
     best = study.best()
     assert best.trial == 0
     assert best.speedup == pytest.approx(2.0)
+
+
+def test_a_machine_that_slows_down_keeps_the_later_faster_trials_on_the_front(
+    tmp_path: Path,
+) -> None:
+    runner = DriftingRunner(after=4, factor=0.5)  # half as fast from trial 4 on
+    study = drifting_study(tmp_path, runner)
+    study.optimize(n_trials=len(TRIALS))
+    records = load_records(study.storage_url)
+    later = records.trial(5)  # float32 + XLA: the baseline's curve, 1500 samples/s natively
+
+    # 750 samples/s raw: slower than the start's baseline (1000), 1.5x the baseline measured
+    # next to it (500). The front and the confirmation's candidates judge it by the latter.
+    assert later.throughput.median == pytest.approx(750)
+    assert records.speedup(later) == pytest.approx(1.5)
+    assert later.number in [r.number for r in records.pareto()]
+    assert 5 in [r.number for r in confirming.candidates_of(records, top=3)]
+    # Ordered by speed-up, not raw samples/s: trial 0 (2000 raw, 2.0x) comes first.
+    assert [r.number for r in confirming.candidates_of(records, top=3)][0] == 0
 
 
 def test_the_structured_start_compares_against_the_nearest_anchor(drifted) -> None:
