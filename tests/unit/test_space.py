@@ -104,7 +104,13 @@ def test_cpu_and_gpu_space_sizes():
     steps, threads = 4, 4 * 3 * 4  # steps per execution; intra-op, inter-op, tf.data pool
     assert cpu.size() == 3 * 2 * ((512 - 16) // 16 + 1) * 4 * 4 * 3 * steps * threads
     assert gpu.parameters["batch_size"] == IntRange(64, 2048, 8)
-    assert gpu.size() == 3 * 2 * ((2048 - 64) // 8 + 1) * 3 * 4 * 2 * 4
+    remedies = 4 * 3  # lr_rule, float32_layers (drawn only where they change something)
+    assert gpu.size() == 3 * 2 * ((2048 - 64) // 8 + 1) * 3 * 4 * 2 * 4 * remedies
+    assert gpu.parameters["lr_rule"] == choices(
+        "experiment", "sqrt", "sqrt_warmup", "linear_warmup"
+    )
+    assert gpu.parameters["float32_layers"] == choices("none", "norms", "norms+attention")
+    assert "lr_rule" not in cpu.parameters and "float32_layers" not in cpu.parameters
     assert cpu.parameters["steps_per_execution"] == choices(1, 4, 16, 64)
 
 
