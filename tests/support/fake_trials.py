@@ -251,3 +251,20 @@ def profiled_result(
         recompilation=fake_recompilation(config),
         phase_seconds={"windows": 3.0, **({"profile": 4.0} if profile else {})},
     )
+
+
+class RecordingRunner:
+    """A study's runner in the fake world (:func:`fake_result`) that records the configuration
+    of each trial it runs (``trials``; baseline seeds and anchors, which run without an early
+    stop, are not trials). Subclasses change the result in :meth:`result`."""
+
+    def __init__(self) -> None:
+        self.trials: list[TrialConfig] = []
+
+    def __call__(self, reference, config, settings, log_dir):  # type: ignore[no-untyped-def]
+        if settings.stop_below_samples_per_second is not None:
+            self.trials.append(config)
+        return self.result(config, settings)
+
+    def result(self, config: TrialConfig, settings: RunSettings) -> RunResult:
+        return fake_result(config, settings)

@@ -33,7 +33,7 @@ from autotune.study.start import (
 )
 from tests.support import fake_trials
 from tests.support.demo_study import write_experiment
-from tests.support.fake_trials import BASE_BATCH, SPACE, TOLERANCE, fake_result
+from tests.support.fake_trials import BASE_BATCH, SPACE, TOLERANCE, RecordingRunner
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -230,16 +230,7 @@ def test_best_measured_is_the_fastest_feasible_and_must_beat_the_centre() -> Non
 # --------------------------------------------------------------------------------------------
 
 
-class Runner:
-    """The fake world's trials (autotune's tests' fake model), counting calls."""
-
-    def __init__(self) -> None:
-        self.trials: list[TrialConfig] = []
-
-    def __call__(self, reference, config, settings, log_dir):
-        if settings.stop_below_samples_per_second is not None:
-            self.trials.append(config)
-        return fake_result(config, settings)
+Runner = RecordingRunner  # the fake world's trials, recording each trial's configuration
 
 
 @pytest.fixture

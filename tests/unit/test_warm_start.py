@@ -23,7 +23,7 @@ from autotune.store.warm_start import CONFIRMED, FRONT, UNCONFIRMED, WARM_START_
 from autotune.study import Study
 from autotune.study.warm_start import MAX_PROPOSALS, parse_source
 from tests.support.demo_study import write_experiment
-from tests.support.fake_trials import BASE_BATCH, SPACE, fake_result
+from tests.support.fake_trials import BASE_BATCH, SPACE, RecordingRunner
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -38,16 +38,7 @@ NARROW = SearchSpace(
 )
 
 
-class Runner:
-    """The fake world's trials, recording the configurations of the trials it runs."""
-
-    def __init__(self) -> None:
-        self.trials: list[TrialConfig] = []
-
-    def __call__(self, reference, config, settings, log_dir):
-        if settings.stop_below_samples_per_second is not None:
-            self.trials.append(config)
-        return fake_result(config, settings)
+Runner = RecordingRunner  # the fake world's trials, recording each trial's configuration
 
 
 @pytest.fixture
