@@ -110,9 +110,6 @@ class WarmStart:
     def configs(self) -> list[TrialConfig]:
         return [p.config for p in self.proposals]
 
-    def proposal(self, config: TrialConfig) -> WarmProposal | None:
-        return next((p for p in self.proposals if p.config == config), None)
-
     def summary(self) -> str:
         """One line for ``run``, ``status`` and the report: the source, what it proposes and
         how the earlier study differs."""

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import optuna
 
 from autotune import hardware
+from autotune.analysis.attribution import changed_settings
 from autotune.config import TrialConfig
 from autotune.exceptions import ConfigError
 from autotune.space import SearchSpace
@@ -95,8 +96,10 @@ def read_earlier(source: str, storage_url: str, study_name: str) -> StudyRecords
 
 
 def _moved(earlier: TrialConfig, here: TrialConfig) -> tuple[str, ...]:
-    was, now = earlier.to_dict(), here.to_dict()
-    return tuple(f"{k}: {was[k]} -> {now[k]}" for k in now if was.get(k) != now[k])
+    return tuple(
+        f"{name}: {getattr(earlier, name)} -> {getattr(here, name)}"
+        for name in changed_settings(here, earlier)
+    )
 
 
 def proposals_of(

@@ -262,8 +262,7 @@ def run_paired(
         trainer = Trainer(setup.model, setup.train_data, xla_compiles=bool(setup.model.jit_compile))
         with _timed(phase, "warmup"):
             warmup = _warm_up(trainer, config, settings)
-        fewest_calls = math.ceil(settings.min_window_steps / config.steps_per_execution)
-        steps = steps_per_window(warmup.steady_step_seconds, settings.window_seconds, fewest_calls)
+        steps = _window_calls(config, settings, warmup)
         setups.append(setup)
         trainers.append(trainer)
         speeds.append(_Speed(warmup=warmup, windows=_Windows(steps=steps)))
@@ -303,19 +302,28 @@ def _warm_up(trainer: Trainer, config: TrialConfig, settings: RunSettings) -> Wa
     return warm_up(run_call, settings, config.samples_per_call, config.steps_per_execution)
 
 
+def _window_calls(config: TrialConfig, settings: RunSettings, warmup: WarmUp) -> int:
+    """Calls per timed window: about ``window_seconds`` at the steady call time, at least
+    ``min_window_steps`` training steps."""
+    fewest_calls = math.ceil(settings.min_window_steps / config.steps_per_execution)
+    return steps_per_window(warmup.steady_step_seconds, settings.window_seconds, fewest_calls)
+
+
 def _time_windows(
     trainer: Trainer, config: TrialConfig, settings: RunSettings, warmup: WarmUp
 ) -> _Windows:
     """Times up to ``settings.windows`` windows of whole calls (about ``window_seconds`` each at
     the steady call time, at least ``min_window_steps`` training steps), each in samples/s;
     stops early when :func:`slower_than_baseline` says so."""
-    fewest_calls = math.ceil(settings.min_window_steps / config.steps_per_execution)
-    steps = steps_per_window(warmup.steady_step_seconds, settings.window_seconds, fewest_calls)
-    windows = _Windows(steps=steps)
+    windows = _Windows(steps=_window_calls(config, settings, warmup))
     for _ in range(settings.windows):
         windows.samples_per_second.append(
             timed_window(
-                trainer, steps, config.samples_per_call, "timed window", windows.step_seconds
+                trainer,
+                windows.steps,
+                config.samples_per_call,
+                "timed window",
+                windows.step_seconds,
             )
         )
         windows.throughput = summarize(windows.samples_per_second)

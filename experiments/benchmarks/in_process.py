@@ -43,6 +43,7 @@ from autotune.analysis.head_to_head import paired_ratio
 from autotune.bundled import load_experiment, resolve_space
 from autotune.config import RunSettings, TrialConfig
 from autotune.measure import Estimate, summarize
+from autotune.settings import process_fixed
 from autotune.store.result import RunResult
 from autotune.study.checklist import checklist_config
 from autotune.study.confirming import speed_settings
@@ -56,10 +57,7 @@ def candidate_for(baseline: TrialConfig) -> TrialConfig:
     """The checklist configuration for this machine, on the baseline's backend and thread pools
     (what one process fixes)."""
     checklist = checklist_config(baseline.batch_size, hardware.hardware())
-    fixed = {
-        name: getattr(baseline, name)
-        for name in ("backend", "intra_op_threads", "inter_op_threads")
-    }
+    fixed = {name: getattr(baseline, name) for name in process_fixed()}
     return dataclasses.replace(checklist, **fixed)
 
 

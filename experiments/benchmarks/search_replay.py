@@ -83,11 +83,12 @@ def _count(value: float, budget: int) -> str:
     return f">{budget}" if value > budget else f"{value:g}"
 
 
-def strategy_row(
-    name: str, grid: Grid, searches: list[list[ReplayedTrial]], budget: int, seconds: float
-) -> str:
-    """One table row: a strategy's figures over its searches."""
-    target = TARGET * grid.best_feasible(TOLERANCE)
+def reach(
+    searches: Sequence[Sequence[ReplayedTrial]], target: float, budget: int
+) -> tuple[list[int | None], list[str]]:
+    """Each search's trials to ``target`` samples/s (None: never within ``budget``) and the
+    table's four cells: trials to it, median and worst (">budget" for never), and the live
+    seconds to it, median and worst (inf for never)."""
     reached = [trials_to_target(s, target) for s in searches]
     counts = [r if r is not None else budget + 1 for r in reached]
     walls = [
@@ -96,11 +97,24 @@ def strategy_row(
     ]
     median_count, worst_count = _quantiles(counts)
     median_wall, worst_wall = _quantiles(walls)
-    volumes = []
-    for checkpoint in CHECKPOINTS:
-        fractions = [hypervolume_fraction(s, grid, checkpoint, TOLERANCE) for s in searches]
-        known = [f for f in fractions if f is not None]
-        volumes.append(f"{statistics.median(known):.2f}" if known else "n/a")
+    cells = [_count(median_count, budget), _count(worst_count, budget)]
+    return reached, [*cells, f"{median_wall:.0f}", f"{worst_wall:.0f}"]
+
+
+def volume_cell(searches: Sequence[Sequence[ReplayedTrial]], grid: Grid, count: int) -> str:
+    """The median over ``searches`` of the hypervolume fraction after ``count`` trials."""
+    fractions = [hypervolume_fraction(s, grid, count, TOLERANCE) for s in searches]
+    known = [f for f in fractions if f is not None]
+    return f"{statistics.median(known):.2f}" if known else "n/a"
+
+
+def strategy_row(
+    name: str, grid: Grid, searches: list[list[ReplayedTrial]], budget: int, seconds: float
+) -> str:
+    """One table row: a strategy's figures over its searches."""
+    target = TARGET * grid.best_feasible(TOLERANCE)
+    reached, cells = reach(searches, target, budget)
+    volumes = [volume_cell(searches, grid, checkpoint) for checkpoint in CHECKPOINTS]
     to_target = [
         _stopped_share(s[: r if r is not None else budget])
         for s, r in zip(searches, reached, strict=True)
@@ -113,8 +127,7 @@ def strategy_row(
     unchecked = f", {unverified} unverified" if unverified else ""
     spent = sum(c.ruled_out_run for c in checks)
     return (
-        f"| {name} | {_count(median_count, budget)} | {_count(worst_count, budget)} | "
-        f"{median_wall:.0f} | {worst_wall:.0f} | {' | '.join(volumes)} | "
+        f"| {name} | {' | '.join(cells)} | {' | '.join(volumes)} | "
         f"{100 * statistics.median(to_target):.0f}% | "
         f"{100 * _stopped_share([t for s in searches for t in s]):.0f}% | "
         f"{100 * predicted / trials:.0f}% ({wrong} wrong{unchecked}) | "

@@ -38,15 +38,13 @@ from pathlib import Path
 
 from provenance import append_results  # type: ignore[import-not-found]
 from search_grid import grid_file  # type: ignore[import-not-found]
+from search_replay import reach, volume_cell  # type: ignore[import-not-found]
 
 from autotune.space import Choice, SearchSpace
 from autotune.study.replay import (
     Grid,
     ReplayedTrial,
-    hypervolume_fraction,
     replay,
-    seconds_to,
-    trials_to_target,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -76,38 +74,6 @@ def neighbours(grid: Grid) -> dict[str, Grid]:
     return found
 
 
-def _count(value: float, budget: int) -> str:
-    return f">{budget}" if value > budget else f"{value:g}"
-
-
-def _reach(searches: list[list[ReplayedTrial]], target: float, budget: int) -> list[str]:
-    """Trials and seconds to ``target`` samples/s, median and worst over ``searches``."""
-    reached = [trials_to_target(s, target) for s in searches]
-    counts = [r if r is not None else budget + 1 for r in reached]
-    walls = [
-        seconds_to(s, r) if r is not None else float("inf")
-        for s, r in zip(searches, reached, strict=True)
-    ]
-    return [
-        _count(statistics.median(counts), budget),
-        _count(max(counts), budget),
-        f"{statistics.median(walls):.0f}",
-        f"{max(walls):.0f}",
-    ]
-
-
-def _volumes(searches: list[list[ReplayedTrial]], grid: Grid) -> list[str]:
-    cells = []
-    for count in (5, 10):
-        known = [
-            f
-            for s in searches
-            if (f := hypervolume_fraction(s, grid, count, TOLERANCE)) is not None
-        ]
-        cells.append(f"{statistics.median(known):.2f}" if known else "n/a")
-    return cells
-
-
 def _answer_first(search: list[ReplayedTrial], target: float) -> bool:
     """Whether the search's first trial is a warm proposal at >= ``target`` samples/s."""
     first = search[0]
@@ -132,7 +98,9 @@ def one_neighbour(
     proposed = statistics.median(sum(t.row.warm_from is not None for t in s) for s in warm)
     rows = []
     for arm, searches in (("cold", cold), ("warm", warm)):
-        cells = [label, arm, *_reach(searches, target, budget), *_volumes(searches, grid)]
+        _, reached = reach(searches, target, budget)
+        volumes = [volume_cell(searches, grid, count) for count in (5, 10)]
+        cells = [label, arm, *reached, *volumes]
         extra = f"{first} of {seeds} ({proposed:g} proposed)" if arm == "warm" else "-"
         rows.append("| " + " | ".join([*cells, extra]) + " |")
     best = neighbour.best_feasible(TOLERANCE)
