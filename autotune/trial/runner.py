@@ -64,6 +64,8 @@ from autotune.trial.pipeline import (
 from autotune.trial.trainer import Stopwatch, Trainer, timed_window
 from autotune.trial.warm_up import WarmUp, warm_up
 
+LEAD_IN_WINDOWS = 1  #: untimed windows before a paired window that follows the other model's
+
 
 @contextmanager
 def _timed(phases: dict[str, float], phase: str) -> Iterator[None]:
@@ -239,9 +241,10 @@ def run_paired(
     once, the candidate first; then ``pairs`` pairs of timed windows alternate in ABBA order
     (candidate then baseline, baseline then candidate, ...), so a machine that speeds up or
     slows down moves both alike, and window i of the two results' ``window_samples_per_second``
-    were timed next to each other (samples/s). No curve, profile, ablation or early stop. The two
-    must share what a process fixes: ConfigError naming the settings that differ
-    (:meth:`TrialConfig.process_differences`) otherwise.
+    were timed next to each other (samples/s); a window after the other model's has an untimed
+    lead-in (:data:`LEAD_IN_WINDOWS`), so it times neither the other's pipeline refilling nor
+    its own prefetched batches. No curve, profile, ablation or early stop. The two must share
+    what a process fixes: ConfigError naming the settings that differ otherwise.
     """
     differences = candidate.process_differences(baseline)
     if differences:
@@ -266,10 +269,14 @@ def run_paired(
         setups.append(setup)
         trainers.append(trainer)
         speeds.append(_Speed(warmup=warmup, windows=_Windows(steps=steps)))
-    clock = Stopwatch()
+    clock, lead_in, previous = Stopwatch(), 0.0, -1
     for index in range(pairs):
         for k in (0, 1) if index % 2 == 0 else (1, 0):
             windows = speeds[k].windows
+            if k != previous:  # the other's pipeline refills, this one's buffer drains: untimed
+                lead_clock = Stopwatch()
+                trainers[k].run(windows.steps * LEAD_IN_WINDOWS, "paired lead-in")
+                lead_in, previous = lead_in + lead_clock.seconds(), k
             windows.samples_per_second.append(
                 timed_window(
                     trainers[k],
@@ -284,7 +291,8 @@ def run_paired(
     for k, config in enumerate(configs):
         speeds[k].windows.throughput = summarize(speeds[k].windows.samples_per_second)
         speeds[k].recompilation = _recompilation(setups[k], speeds[k])
-        phases[k]["paired windows"] = clock.seconds()
+        phases[k]["paired windows"] = clock.seconds() - lead_in
+        phases[k]["paired lead-in"] = lead_in
         phases[k]["total"] = trial.seconds()
         results.append(_result(config, setups[k], speeds[k], _Curve(), phases[k]))
     return results[0], results[1]

@@ -15,6 +15,7 @@ from autotune.analysis.head_to_head import paired_ratio
 from autotune.bundled import load_experiment
 from autotune.trial.isolation import run_isolated_pair
 from autotune.trial.runner import run_paired
+from autotune.trial.trainer import Trainer
 
 pytestmark = [
     pytest.mark.slow,  # imports TensorFlow and trains
@@ -49,6 +50,36 @@ def test_each_configuration_keeps_its_own_settings_and_is_timed_in_turn(
         assert result.warmup_steps > 0 and "paired windows" in result.phase_seconds
     ratio = paired_ratio(candidate.window_samples_per_second, baseline.window_samples_per_second)
     assert ratio.n == 4 and ratio.median > 0
+
+
+def test_a_window_after_the_other_models_has_an_untimed_lead_in(
+    tiny_ref: Callable[..., str], settings: RunSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[int, str, int]] = []  # (trainer, phase, steps), in the order they ran
+    trainers: list[Trainer] = []
+    real_run = Trainer.run
+
+    def recording_run(self: Trainer, steps: int, phase: str, *args: object, **kw: object) -> None:
+        if self not in trainers:
+            trainers.append(self)
+        calls.append((trainers.index(self), phase, steps))
+        real_run(self, steps, phase, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Trainer, "run", recording_run)
+    first, _ = run_paired(load_experiment(tiny_ref()), BASELINE, BASELINE, settings, pairs=4)
+
+    paired = [c for c in calls if c[1] in ("paired lead-in", "paired window")]
+    # ABBA: 0 1 | 1 0 | 0 1 | 1 0; a lead-in (as long as the window) at each change of model.
+    expected: list[tuple[int, str]] = []
+    for k in (0, 1, 1, 0, 0, 1, 1, 0):
+        if not expected or expected[-1][0] != k:
+            expected.append((k, "paired lead-in"))
+        expected.append((k, "paired window"))
+    assert [(k, phase) for k, phase, _ in paired] == expected
+    window_steps = {k: steps for k, phase, steps in paired if phase == "paired window"}
+    assert all(steps == window_steps[k] for k, _, steps in paired)
+    assert len(first.window_samples_per_second) == 4  # lead-ins are not windows
+    assert first.phase_seconds["paired lead-in"] > 0
 
 
 def test_the_baseline_against_itself_is_about_even(
