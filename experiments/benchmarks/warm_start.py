@@ -38,7 +38,13 @@ from pathlib import Path
 
 from provenance import append_results  # type: ignore[import-not-found]
 from search_grid import grid_file  # type: ignore[import-not-found]
-from search_replay import reach, volume_cell  # type: ignore[import-not-found]
+from search_replay import (  # type: ignore[import-not-found]
+    EXPERIMENTS,
+    TARGET,
+    TOLERANCE,
+    reach,
+    volume_cell,
+)
 
 from autotune.space import Choice, SearchSpace
 from autotune.study.replay import (
@@ -48,9 +54,6 @@ from autotune.study.replay import (
 )
 
 HERE = Path(__file__).resolve().parent
-EXPERIMENTS = ("digits_cnn", "tabular_mlp", "transformer")
-TOLERANCE = 1.5
-TARGET = 0.95
 STRATEGY = "autotune"
 
 
