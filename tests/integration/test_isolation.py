@@ -117,6 +117,9 @@ def watcher() -> Iterator[DescendantWatcher]:
     """Watches each test's processes and fails it if any of them outlives it."""
     with DescendantWatcher() as watching:
         yield watching
+    # A process killed a moment ago may still be exiting (many threads, large mappings): grant
+    # it two seconds; one still running after that has outlived the test.
+    _wait_until(lambda: not any(_alive(s.pid, s.created) for s in watching.seen.values()), 2)
     leftover = [s for s in watching.seen.values() if _alive(s.pid, s.created)]
     for stray in leftover:  # do not leak them into later tests
         with contextlib.suppress(ProcessLookupError):
@@ -331,7 +334,8 @@ def test_killing_the_parent_kills_the_trials_own_children(
     grandchildren: list[Seen] = []
     try:
         with _parent_running(faulty_ref("hang_with_grandchild"), tmp_path) as parent:
-            _trial_child_of(parent)
+            trial = _trial_child_of(parent)
+            trial_created = trial.create_time()
 
             def grandchild_seen() -> bool:
                 grandchildren[:] = [
@@ -344,6 +348,11 @@ def test_killing_the_parent_kills_the_trials_own_children(
             parent.wait()
         assert _wait_until(lambda: not any(_alive(s.pid, s.created) for s in grandchildren), 5), (
             "the trial's own child outlived the parent"
+        )
+        # The trial kills its children first and then its group, itself included; a process with
+        # TensorFlow's mappings takes a moment to exit, so wait for it too rather than race it.
+        assert _wait_until(lambda: not _alive(trial.pid, trial_created), 5), (
+            "the trial outlived its parent"
         )
     finally:
         for stray in grandchildren:
