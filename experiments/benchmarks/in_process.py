@@ -20,8 +20,10 @@ with the baseline, ``--pairs`` window pairs each, so a drift of the machine reac
 alike. Settings: the ``cpu`` space's measurement (7 windows of 0.5 s), throughput only. Reported
 per experiment: each arm's median ratio with its order-statistic interval over the rounds, the
 interval's width, the first round's one-process ratio over its window pairs alone (what a single
-process gives), and the processes each arm spent. Results are appended to results/in_process.md
-with the machine, date, versions and command.
+process gives), the one-process ratio as a confirmation scores a paired round (the candidate's
+median samples/s over the median of the baseline's beside it,
+:mod:`autotune.study.confirming`), and the processes each arm spent. Results are appended to
+results/in_process.md with the machine, date, versions and command.
 
     python experiments/benchmarks/in_process.py [EXPERIMENT ...] [--rounds 6] [--pairs 7]
         [--work /tmp/autotune-in-process]
@@ -64,13 +66,16 @@ def candidate_for(baseline: TrialConfig) -> TrialConfig:
 @dataclass(frozen=True)
 class Round:
     """One round's measurements: samples/s of the three fresh processes (two of the baseline,
-    one of the candidate) and the window-pair ratios of the two paired processes."""
+    one of the candidate), the window-pair ratios of the two paired processes, and the paired
+    candidate's ratio as a confirmation scores it (its median samples/s over the median of the
+    baseline's beside it)."""
 
     base_a: float
     base_b: float
     candidate: float
     aa_ratios: list[float]
     pair_ratios: list[float]
+    pair_medians: float
 
 
 def _ratios(first: RunResult, second: RunResult) -> list[float]:
@@ -99,7 +104,8 @@ def one_round(
         reference, candidate, baseline, settings, pairs=pairs, log_dir=logs / "pair"
     )
     base_a, base_b, cand = speeds
-    return Round(base_a, base_b, cand, _ratios(*aa), _ratios(*pair))
+    mine, beside = (statistics.median(r.window_samples_per_second) for r in pair)
+    return Round(base_a, base_b, cand, _ratios(*aa), _ratios(*pair), mine / beside)
 
 
 def _text(estimate: Estimate) -> str:
@@ -126,6 +132,7 @@ def one_experiment(name: str, rounds: int, pairs: int, work: Path) -> list[str]:
     fresh = paired_ratio([r.candidate for r in rows], base_a)
     one_aa = summarize([statistics.median(r.aa_ratios) for r in rows])
     one = summarize([statistics.median(r.pair_ratios) for r in rows])
+    scored = summarize([r.pair_medians for r in rows])
     single_aa, single = summarize(rows[0].aa_ratios), summarize(rows[0].pair_ratios)
     overlap = one.low <= fresh.high and fresh.low <= one.high
     narrower = "no wider" if _width(one_aa) <= _width(fresh_aa) else "WIDER"
@@ -139,6 +146,8 @@ def one_experiment(name: str, rounds: int, pairs: int, work: Path) -> list[str]:
         "| --- | --- | --- | ---: |",
         f"| fresh processes (today) | {_text(fresh_aa)} | {_text(fresh)} | 2 per ratio |",
         f"| one process per round | {_text(one_aa)} | {_text(one)} | 1 per ratio |",
+        f"| one process, as a confirmation scores it (median / median) | - | {_text(scored)} "
+        "| 1 per ratio |",
         f"| one process, round 1 alone (window pairs) | {_text(single_aa)} | {_text(single)} | - |",
         "",
         f"- A/A one-process interval {narrower} than the fresh processes' "
