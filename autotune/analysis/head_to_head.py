@@ -3,11 +3,13 @@
 A search takes the fastest of many noisy medians, which flatters the winner (the winner's curse),
 and calls a configuration feasible on one curve from one seed. So before anything is
 recommended, the top candidates (feasible Pareto trials, fastest first) and the baseline are
-measured again in fresh processes, interleaved round by round (A B C base, A B C base, ...), so
-that drift on a shared machine hits all of them alike. In each round r a candidate's speed-up is
-paired with that round's baseline::
+measured again, interleaved round by round (A B C, A B C, ...), so that drift on a shared machine
+hits all of them alike. In each round a candidate that shares what a process fixes with the
+baseline (backend, thread pools) is timed beside it in one fresh process, their windows
+alternating (:func:`autotune.trial.runner.run_paired`); one that does not is timed alone and paired
+with the round's own baseline process. Either way its speed-up in round r is::
 
-    ratio_r = candidate samples/s in round r / baseline samples/s in round r
+    ratio_r = candidate samples/s in round r / the baseline's samples/s measured for it in round r
 
 and its speed-up is the median of the ratios with the distribution-free order-statistic interval
 of :func:`autotune.measure.summarize` (6 rounds give [min, max] with 96.9% coverage; 5 would give
@@ -32,13 +34,14 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from autotune.analysis import sequential
 from autotune.analysis.attribution import Attribution
+from autotune.analysis.candidate import Candidate, Verdict, paired_ratio
 from autotune.config import TrialConfig
-from autotune.measure import Estimate, summarize
+from autotune.measure import Estimate
 
 #: Candidates confirmed by default: the fastest feasible Pareto trials.
 DEFAULT_TOP = 3
@@ -46,99 +49,9 @@ DEFAULT_TOP = 3
 DEFAULT_ROUNDS = 6
 #: Extra curve seeds for each candidate (seed 0 is the search's own curve).
 EXTRA_SEEDS = (1, 2)
-#: 2: sequential rounds (fewer for a candidate settled early) and a process count; 1: fixed rounds.
-CONFIRMATION_FORMAT = 2
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One confirmed candidate.
-
-    Attributes:
-        trial: the search trial it comes from.
-        config: its configuration.
-        samples_per_second: its median throughput (samples/s) in each completed round.
-        fidelity: its fidelity distance by seed (seed 0 from the search; 1.0 = worse by as much
-            as a seed re-run differs).
-        failure: why it dropped out (a run failed), or None.
-    """
-
-    trial: int
-    config: TrialConfig
-    samples_per_second: tuple[float, ...] = ()
-    fidelity: Mapping[int, float] = field(default_factory=dict)
-    failure: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "trial": self.trial,
-            "config": self.config.to_dict(),
-            "samples_per_second": list(self.samples_per_second),
-            "fidelity": {str(seed): value for seed, value in sorted(self.fidelity.items())},
-            "failure": self.failure,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Candidate:
-        return cls(
-            trial=int(data["trial"]),
-            config=TrialConfig.from_dict(data["config"], source="stored confirmation"),
-            samples_per_second=tuple(float(v) for v in data.get("samples_per_second", [])),
-            fidelity={int(k): float(v) for k, v in (data.get("fidelity") or {}).items()},
-            failure=data.get("failure"),
-        )
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What confirmation says of one candidate.
-
-    Attributes:
-        candidate: the candidate.
-        ratio: its paired speed-up over the baseline (median and interval), None when it has
-            no complete round.
-        fidelity_mean, fidelity_low, fidelity_high: mean and range over its seeds (None
-            without a curve).
-        text: "faster beyond noise", "within noise of the baseline", "slower than the
-            baseline", "over the fidelity tolerance" or "failed: ...".
-        eligible: whether it may be recommended.
-    """
-
-    candidate: Candidate
-    ratio: Estimate | None
-    fidelity_mean: float | None
-    fidelity_low: float | None
-    fidelity_high: float | None
-    text: str
-    eligible: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "trial": self.candidate.trial,
-            "config": self.candidate.config.to_dict(),
-            "ratio": self.ratio.to_dict() if self.ratio else None,
-            "fidelity": {
-                "mean": self.fidelity_mean,
-                "low": self.fidelity_low,
-                "high": self.fidelity_high,
-                "seeds": {str(k): v for k, v in sorted(self.candidate.fidelity.items())},
-            },
-            "samples_per_second": list(self.candidate.samples_per_second),
-            "verdict": self.text,
-        }
-
-
-def paired_ratio(candidate: Sequence[float], baseline: Sequence[float]) -> Estimate:
-    """The median of per-round ratios candidate/baseline (samples/s), with its order-statistic
-    confidence interval; the rounds are paired by position."""
-    if not candidate or len(candidate) != len(baseline):
-        raise ValueError(
-            "paired_ratio needs one baseline value per candidate round. Received: "
-            f"{len(candidate)} candidate and {len(baseline)} baseline values"
-        )
-    if any(b <= 0 for b in baseline):
-        raise ValueError(f"baseline samples/s must be > 0. Received: {list(baseline)}")
-    return summarize([c / b for c, b in zip(candidate, baseline, strict=True)])
+#: 3: a baseline speed per candidate and round (paired in one process where it can be); 2:
+#: sequential rounds and a process count, one baseline process per round; 1: fixed rounds.
+CONFIRMATION_FORMAT = 3
 
 
 @dataclass(frozen=True)
@@ -149,8 +62,11 @@ class Confirmation:
         rounds: rounds at most (all of them when not ``sequential``).
         seeds: the curve seeds every candidate that could win is judged on (0 and the extra ones).
         baseline_config: the baseline's configuration.
-        baseline_samples_per_second: the baseline's median throughput in each completed round;
-            a candidate's rounds are the first ``len(candidate.samples_per_second)`` of these.
+        baseline_samples_per_second: the baseline's median throughput in each completed round:
+            its own process's, or, in a round where every candidate was timed beside it, the
+            median of its paired speeds. A candidate's ratios use its own baseline speeds
+            (:attr:`Candidate.baseline_samples_per_second`), or, stored before format 3, the
+            first ``len(candidate.samples_per_second)`` of these.
         candidates: the candidates, fastest (in the search) first.
         sequential: rounds stop once the decision is settled (format 2); False for a stored
             format-1 confirmation, whose every candidate ran every round.
@@ -178,11 +94,27 @@ class Confirmation:
     def completed_rounds(self) -> int:
         return len(self.baseline_samples_per_second)
 
+    @property
+    def paired(self) -> bool:
+        """Whether every round of every candidate timed it beside the baseline in one process."""
+        measured = [c for c in self.candidates if c.samples_per_second]
+        return bool(measured) and all(
+            c.paired_rounds == len(c.samples_per_second) for c in measured
+        )
+
     # ------------------------------------------------------------------ sequential rounds
+    def baseline_for(
+        self, candidate: Candidate, baseline: Sequence[float] | None = None
+    ) -> Sequence[float]:
+        """The baseline's samples/s ``candidate``'s rounds pair with: ``baseline`` when given,
+        else its own (format 3), else the confirmation's rounds (its rounds are the first)."""
+        if baseline is not None:
+            return baseline
+        return candidate.baseline_samples_per_second or self.baseline_samples_per_second
+
     def ratios(self, candidate: Candidate, baseline: Sequence[float] | None = None) -> list[float]:
-        """``candidate``'s per-round ratios over the baseline, paired by round (its rounds are
-        the first ones)."""
-        base = self.baseline_samples_per_second if baseline is None else baseline
+        """``candidate``'s per-round ratios over the baseline, paired by round."""
+        base = self.baseline_for(candidate, baseline)
         return [c / b for c, b in zip(candidate.samples_per_second, base, strict=False) if b > 0]
 
     def passes(self, candidate: Candidate, baseline: Sequence[float] | None = None) -> bool:
@@ -191,12 +123,13 @@ class Confirmation:
         return candidate.failure is None and sequential.passes(ratios, self.rounds, self.sequential)
 
     def running(self, candidate: Candidate, baseline: Sequence[float] | None = None) -> bool:
-        """Whether ``candidate`` ran every round so far and more could change its verdict."""
-        base = self.baseline_samples_per_second if baseline is None else baseline
+        """Whether ``candidate`` ran every round so far (of ``baseline``'s, when given) and more
+        could change its verdict."""
+        so_far = self.completed_rounds if baseline is None else len(baseline)
         n = len(candidate.samples_per_second)
-        if candidate.failure is not None or n != len(base) or n >= self.rounds:
+        if candidate.failure is not None or n != so_far or n >= self.rounds:
             return False
-        return sequential.open_verdict(self.ratios(candidate, base), self.rounds)
+        return sequential.open_verdict(self.ratios(candidate, baseline), self.rounds)
 
     def _bounds(self, candidate: Candidate, live: bool) -> tuple[float, float]:
         return sequential.median_bounds(self.ratios(candidate), self.rounds, live)
@@ -308,7 +241,7 @@ class Confirmation:
 
     def verdict(self, candidate: Candidate, tolerance: float) -> Verdict:
         """What the confirmation says of ``candidate`` at fidelity ``tolerance``."""
-        return self._judge(candidate, self.baseline_samples_per_second, tolerance)
+        return self._judge(candidate, None, tolerance)
 
     def minimal_verdict(self, tolerance: float) -> Verdict | None:
         """What the confirmation says of the minimal recipe (None when there is none)."""
@@ -316,11 +249,14 @@ class Confirmation:
             return None
         return self._judge(self.minimal, self.minimal_baseline_samples_per_second, tolerance)
 
-    def _judge(self, candidate: Candidate, baseline: Sequence[float], tolerance: float) -> Verdict:
+    def _judge(
+        self, candidate: Candidate, baseline: Sequence[float] | None, tolerance: float
+    ) -> Verdict:
         ratio = None
         n = len(candidate.samples_per_second)
-        if n and (n <= len(baseline) if self.sequential else n == len(baseline)):
-            ratio = paired_ratio(candidate.samples_per_second, baseline[:n])
+        base = self.baseline_for(candidate, baseline)
+        if n and (n <= len(base) if self.sequential else n == len(base)):
+            ratio = paired_ratio(candidate.samples_per_second, base[:n])
         values = [candidate.fidelity[s] for s in self.seeds if s in candidate.fidelity]
         mean = statistics.fmean(values) if values else None
         low, high = (min(values), max(values)) if values else (None, None)
@@ -391,8 +327,9 @@ class Confirmation:
             what += f" with {', '.join(self._reverted())} at the baseline's value (minimal recipe)"
         text = (
             f"{what}: {ratio.median:.2f}x the baseline ({_coverage(ratio)} "
-            f"{ratio.low:.2f}-{ratio.high:.2f}, {self._rounds_text(ratio.n)} head to head; faster "
-            f"beyond noise at {self.one_sided_coverage:.1%} one-sided), fidelity "
+            f"{ratio.low:.2f}-{ratio.high:.2f}, {self._rounds_text(ratio.n)} head to head"
+            f"{_paired_text(best)}; faster beyond noise at {self.one_sided_coverage:.1%} "
+            "one-sided), fidelity "
             f"{best.fidelity_mean:.2f} over seeds {list(self.seeds)} (range "
             f"{best.fidelity_low:.2f}-{best.fidelity_high:.2f})"
         )
@@ -454,6 +391,15 @@ class Confirmation:
             ),
             processes=int(data["processes"]) if data.get("processes") is not None else None,
         )
+
+
+def _paired_text(verdict: Verdict) -> str:
+    """' in one process each' when every round of ``verdict`` timed it beside the baseline."""
+    candidate = verdict.candidate
+    paired = candidate.paired_rounds and candidate.paired_rounds == len(
+        candidate.samples_per_second
+    )
+    return " in one process each" if paired else ""
 
 
 def _coverage(ratio: Estimate) -> str:

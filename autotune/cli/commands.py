@@ -112,8 +112,15 @@ def main() -> None:
     type=click.IntRange(min=2),
     default=DEFAULT_ROUNDS,
     show_default=True,
-    help="Interleaved rounds of the confirmation at most (fresh processes: candidates, then "
-    "baseline); the rounds stop once no verdict can change.",
+    help="Interleaved rounds of the confirmation at most (a fresh process per candidate and "
+    "round); the rounds stop once no verdict can change.",
+)
+@click.option(
+    "--confirm-paired/--confirm-unpaired",
+    default=True,
+    show_default=True,
+    help="Time each confirmation candidate beside the baseline in one process per round "
+    "(where they share a backend and thread pools), or each in a fresh process of its own.",
 )
 @click.option(
     "--json",
@@ -154,6 +161,7 @@ def run(
     profile: str,
     confirm_top: int,
     confirm_rounds: int,
+    confirm_paired: bool,
     as_json: bool,
     throughput_only: bool,
     warm_start: str | None,
@@ -219,9 +227,12 @@ def run(
             timeout=timeout,
             confirm_top=confirm_top,
             confirm_rounds=confirm_rounds,
+            confirm_paired=confirm_paired,
             max_memory_mib=max_memory,
             local_workers=placements[1:],
-            callbacks=[RunProgress(progress, study, n_trials, confirm_top, confirm_rounds)],
+            callbacks=[
+                RunProgress(progress, study, n_trials, confirm_top, confirm_rounds, confirm_paired)
+            ],
         )
     if outcome.confirmation is not None:
         show_confirmation(console, outcome.confirmation, study.tolerance)
@@ -236,7 +247,13 @@ class RunProgress(StudyCallback):
     confirmation step."""
 
     def __init__(
-        self, progress: Progress, study: Study, n_trials: int, top: int, rounds: int
+        self,
+        progress: Progress,
+        study: Study,
+        n_trials: int,
+        top: int,
+        rounds: int,
+        paired: bool = False,
     ) -> None:
         self.progress = progress
         self.print = progress.console.print
@@ -244,6 +261,7 @@ class RunProgress(StudyCallback):
         self.n_trials = n_trials
         self.top = top
         self.rounds = rounds
+        self.paired = paired and study.pair_runner is not None
         self.memory = "memory" in study.objectives
         self.baseline_task = progress.add_task("baseline", total=3)
         self.trials_task: TaskID | None = None
@@ -286,7 +304,8 @@ class RunProgress(StudyCallback):
         if front:
             width = self.progress.console.width
             self.print(trials_table(front, "Pareto front (feasible trials)", width))
-        total = self.rounds * (min(len(front), self.top) + 1)
+        # a round's lines: one per candidate, and the baseline's when it runs alone
+        total = self.rounds * (min(len(front), self.top) + (not self.paired))
         self.confirm_task = self.progress.add_task("confirmation", total=total)
 
     def on_confirm_progress(self, line: str) -> None:

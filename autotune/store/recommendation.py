@@ -260,7 +260,8 @@ def _baseline_rounds(confirmation: Confirmation, winner: Verdict) -> tuple[float
     """The baseline's samples/s in the rounds ``winner`` was paired with."""
     if winner.candidate is confirmation.minimal:
         return confirmation.minimal_baseline_samples_per_second
-    return confirmation.baseline_samples_per_second
+    rounds = len(winner.candidate.samples_per_second)
+    return tuple(confirmation.baseline_for(winner.candidate)[:rounds])
 
 
 def _minimal(records: StudyRecords, recipe: Recipe, config: TrialConfig) -> Recipe:

@@ -2,8 +2,10 @@
 
 The candidates are the top feasible Pareto trials, fastest first. Each round runs every
 candidate still measured (:meth:`Confirmation.active`: the rounds are sequential and stop once
-the decision is settled), then the baseline, each in a fresh process measuring throughput only
-(no curve, no ablation, no profile); the confirmation is stored in the study after each round,
+the decision is settled) in a fresh process measuring throughput only (no curve, no ablation, no
+profile): beside the baseline in the same process, windows alternating, when a pair runner is
+given and the two share what a process fixes (backend, thread pools); else alone, and the round
+then runs the baseline in a process of its own too. The confirmation is stored after each round,
 so a resumed study continues with the next round and one already done is never repeated. A
 round cut short is run again whole. Then the curves of the candidates that could win are trained
 with the extra seeds, fastest first until one is within the tolerance, one stored run at a time.
@@ -15,6 +17,7 @@ confirmation (the same command resumes it). Every process started is counted
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -29,113 +32,30 @@ from autotune.analysis.attribution import (
 )
 from autotune.analysis.head_to_head import Candidate, Confirmation
 from autotune.config import RunSettings, TrialConfig
-from autotune.exceptions import ConfigError, StudyError, TrialFailure
+from autotune.exceptions import StudyError, TrialFailure
 from autotune.fidelity import NoiseFloor, fidelity_distance
 from autotune.store import writer
-from autotune.store.records import StudyRecords, TrialRow, within_memory
+from autotune.store.records import StudyRecords
 from autotune.store.result import CurvePoint, RunResult
-from autotune.store.schema import BASELINE_SEEDS
+from autotune.study.confirm_plan import (
+    candidates_of,
+    check_plan,
+    curve_settings,
+    speed_settings,
+    start,
+)
 
 #: Runs one configuration with these settings, logging into the folder.
 ConfirmRunner = Callable[[TrialConfig, RunSettings, Path], RunResult]
+#: Times a candidate and the baseline side by side in one process, throughput only, logging
+#: into the folder: (candidate's result, baseline's).
+PairRunner = Callable[[TrialConfig, TrialConfig, RunSettings, Path], tuple[RunResult, RunResult]]
 #: Told one line per finished run ("round 2/6: trial 7 1,234 samples/s").
 ProgressListener = Callable[[str], None]
 
 
-def check_plan(top: object, rounds: object, extra_seeds: Sequence[int]) -> tuple[int, ...]:
-    """The curve seeds of a confirmation of ``top`` candidates over ``rounds`` rounds (seed 0
-    and ``extra_seeds``); ConfigError naming the argument that cannot be."""
-    if not isinstance(top, int) or isinstance(top, bool) or top < 0:
-        raise ConfigError(f"must be an integer >= 0. Received: {top!r}", argument="top")
-    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 2:
-        raise ConfigError(f"must be an integer >= 2. Received: {rounds!r}", argument="rounds")
-    seeds = (BASELINE_SEEDS[0], *extra_seeds)
-    if len(set(seeds)) != len(seeds) or not set(seeds) <= set(BASELINE_SEEDS):
-        raise ConfigError(
-            f"must be baseline seeds other than {BASELINE_SEEDS[0]} "
-            f"({list(BASELINE_SEEDS[1:])}), each once. Received: {list(extra_seeds)!r}",
-            argument="extra_seeds",
-        )
-    return seeds
-
-
-def candidates_of(
-    records: StudyRecords, top: int, max_memory_mib: float | None = None
-) -> list[TrialRow]:
-    """The ``top`` fastest feasible Pareto trials faster than the baseline measured nearest in
-    time to them (duplicates left out; with ``max_memory_mib``, only those whose peak memory is
-    within it, MiB), the largest speed-up first (the same order as samples/s without anchors).
-    On three objectives the front also holds slower trials that need less memory than the
-    baseline: a confirmation of speed-ups leaves them out."""
-    ratios = {r.number: records.speedup(r) or 0.0 for r in records.trials}
-    front = [
-        r
-        for r in records.pareto()
-        if r.config is not None
-        and r.duplicate_of is None
-        and ratios[r.number] > 1.0
-        and within_memory(r, max_memory_mib)
-    ]
-    return sorted(front, key=lambda r: (-ratios[r.number], r.number))[:top]
-
-
-def speed_settings(settings: RunSettings) -> RunSettings:
-    """Throughput only: the search's windows, no curve, ablation, profile or early stop."""
-    return settings.replace(
-        curve=False, input_ablation=False, profile_dir=None, stop_below_samples_per_second=None
-    )
-
-
-def curve_settings(settings: RunSettings, seed: int) -> RunSettings:
-    """The fidelity curve alone, trained with ``seed``."""
-    return settings.replace(
-        seed=seed,
-        measure_throughput=False,
-        curve=True,
-        input_ablation=False,
-        profile_dir=None,
-        stop_below_samples_per_second=None,
-    )
-
-
 def _points(curve: Sequence[CurvePoint]) -> list[tuple[float, float]]:
     return [(p.samples, p.val_loss) for p in curve]
-
-
-def start(
-    records: StudyRecords,
-    top: int,
-    rounds: int,
-    seeds: Sequence[int],
-    max_memory_mib: float | None = None,
-) -> Confirmation:
-    """The stored confirmation when it is of the same candidates, rounds and seeds; else a new
-    one (the search found other candidates since, or other rounds were asked for)."""
-    if records.baseline.config is None:
-        raise StudyError("a confirmation needs the baseline; run the study first")
-    trials = candidates_of(records, top, max_memory_mib)
-    stored = records.confirmation
-    numbers = [r.number for r in trials]
-    if stored is not None and stored.same_plan(numbers, rounds, seeds):
-        return stored
-    candidates = tuple(
-        Candidate(
-            trial=r.number,
-            config=r.config,
-            fidelity={seeds[0]: r.fidelity} if r.fidelity is not None else {},
-        )
-        for r in trials
-        if r.config is not None
-    )
-    return Confirmation(
-        rounds,
-        tuple(seeds),
-        records.baseline.config,
-        (),
-        candidates,
-        curve_tolerance=records.tolerance,
-        processes=0,
-    )
 
 
 def confirm(
@@ -147,15 +67,18 @@ def confirm(
     log_root: Path,
     on_progress: ProgressListener | None = None,
     max_memory_mib: float | None = None,
+    run_pair: PairRunner | None = None,
 ) -> Confirmation:
     """Starts, resumes or returns the confirmation of ``plan`` (top, rounds, seeds) of the
     candidates within ``max_memory_mib`` (MiB, no limit when None): one done before for the
-    same candidates is stored as it is and returned."""
+    same candidates is stored as it is and returned. With ``run_pair``, candidates are timed
+    beside the baseline in one process where they can be."""
     confirmation = start(records, *plan, max_memory_mib=max_memory_mib)
     if confirmation.complete:  # done before, or nothing feasible to confirm
         writer.write_confirmation(study, confirmation)
         return confirmation
-    return Confirmer(study, records, run, log_root, on_progress)(confirmation, settings)
+    confirmer = Confirmer(study, records, run, log_root, on_progress, run_pair)
+    return confirmer(confirmation, settings)
 
 
 class Confirmer:
@@ -168,11 +91,13 @@ class Confirmer:
         run: ConfirmRunner,
         log_root: Path,
         on_progress: ProgressListener | None = None,
+        run_pair: PairRunner | None = None,
     ) -> None:
         self.study = study
         self.records = records
         self.tolerance = records.tolerance
         self.run = run
+        self.run_pair = run_pair
         self.log_root = log_root / "confirmation"
         self.on_progress = on_progress or (lambda line: None)
         self.processes = 0
@@ -196,6 +121,29 @@ class Confirmer:
         """One fresh process, counted."""
         self.processes += 1
         return self.run(config, settings, folder)
+
+    def _pairs(self, config: TrialConfig, baseline: TrialConfig) -> bool:
+        """Whether ``config`` is timed beside ``baseline`` in one process."""
+        return self.run_pair is not None and not config.process_differences(baseline)
+
+    def _run_beside(
+        self,
+        config: TrialConfig,
+        baseline: TrialConfig,
+        settings: RunSettings,
+        folder: Path,
+        number: int,
+    ) -> tuple[float, float]:
+        """One fresh process timing ``config`` beside ``baseline`` in round ``number``, counted:
+        their median samples/s. Which of the two is set up and timed first alternates by round
+        (``config`` in odd rounds), so an edge of going first favours neither."""
+        assert self.run_pair is not None
+        self.processes += 1
+        if number % 2:
+            result, base = self.run_pair(config, baseline, settings, folder)
+        else:
+            base, result = self.run_pair(baseline, config, settings, folder)
+        return _speed(result), _speed(base)
 
     def _counted(self, confirmation: Confirmation) -> Confirmation:
         if confirmation.processes is None and not confirmation.sequential:
@@ -306,9 +254,16 @@ class Confirmer:
         while minimal is not None and self._measuring_minimal(confirmation, minimal):
             number = len(confirmation.minimal_baseline_samples_per_second) + 1
             folder = self.log_root / f"minimal_{number}"
+            paired = self._pairs(minimal.config, base)
             try:
-                value = _speed(self._run(minimal.config, speed, folder))
-                baseline = _speed(self._run(base, speed, folder.with_name(folder.name + "_base")))
+                if paired:
+                    pair = self._run_beside(minimal.config, base, speed, folder, number)
+                    value, baseline = pair
+                else:
+                    value = _speed(self._run(minimal.config, speed, folder))
+                    baseline = _speed(
+                        self._run(base, speed, folder.with_name(f"{folder.name}_base"))
+                    )
             except TrialFailure as failure:
                 minimal = dataclasses.replace(minimal, failure=_failure_text(failure))
                 confirmation = dataclasses.replace(confirmation, minimal=minimal)
@@ -319,7 +274,9 @@ class Confirmer:
                 f"baseline's {baseline:,.0f} samples/s"
             )
             minimal = dataclasses.replace(
-                minimal, samples_per_second=(*minimal.samples_per_second, value)
+                minimal,
+                samples_per_second=(*minimal.samples_per_second, value),
+                paired_rounds=minimal.paired_rounds + paired,
             )
             confirmation = dataclasses.replace(
                 confirmation,
@@ -354,27 +311,62 @@ class Confirmer:
         writer.write_confirmation(self.study, self._counted(confirmation))
 
     def _round(self, confirmation: Confirmation, settings: RunSettings) -> Confirmation:
+        """One round: every active candidate, beside the baseline in one process where it can
+        be, else alone; then the baseline in a process of its own when a candidate ran alone
+        (or none gave a baseline speed). Each candidate keeps the baseline speed it pairs with."""
         number = confirmation.completed_rounds + 1
         where = f"round {number}/{confirmation.rounds}"
-        updated = []
+        base = confirmation.baseline_config
+        measured: dict[int, tuple[float, float | None]] = {}  # trial: (speed, baseline beside)
+        failed: dict[int, str] = {}
         active = confirmation.active()
         for candidate in confirmation.candidates:
             if candidate.trial not in active:
-                updated.append(candidate)
                 continue
             folder = self.log_root / f"round_{number}_trial_{candidate.trial}"
             try:
-                speed = _speed(self._run(candidate.config, settings, folder))
+                if self._pairs(candidate.config, base):
+                    pair = self._run_beside(candidate.config, base, settings, folder, number)
+                    measured[candidate.trial] = pair
+                    text = f"{pair[0]:,.0f} samples/s, the baseline beside it {pair[1]:,.0f}"
+                else:
+                    speed = _speed(self._run(candidate.config, settings, folder))
+                    measured[candidate.trial], text = (speed, None), f"{speed:,.0f} samples/s"
             except TrialFailure as failure:
                 self.on_progress(f"{where}: trial {candidate.trial} failed ({failure.kind})")
-                updated.append(dataclasses.replace(candidate, failure=_failure_text(failure)))
+                failed[candidate.trial] = _failure_text(failure)
                 continue
-            self.on_progress(f"{where}: trial {candidate.trial} {speed:,.0f} samples/s")
-            updated.append(
-                dataclasses.replace(
-                    candidate, samples_per_second=(*candidate.samples_per_second, speed)
+            self.on_progress(f"{where}: trial {candidate.trial} {text}")
+        beside_speeds = [b for _, b in measured.values() if b is not None]
+        if len(beside_speeds) < len(measured) or not beside_speeds:
+            baseline = self._round_baseline(confirmation, settings, number, where)
+        else:
+            baseline = statistics.median(beside_speeds)
+        updated = []
+        for candidate in confirmation.candidates:
+            if candidate.trial in failed:
+                candidate = dataclasses.replace(candidate, failure=failed[candidate.trial])
+            elif candidate.trial in measured:
+                speed, beside = measured[candidate.trial]
+                n = len(candidate.samples_per_second)  # stored before format 3: the rounds'
+                own = tuple(confirmation.baseline_for(candidate)[:n])
+                candidate = dataclasses.replace(
+                    candidate,
+                    samples_per_second=(*candidate.samples_per_second, speed),
+                    baseline_samples_per_second=(*own, baseline if beside is None else beside),
+                    paired_rounds=candidate.paired_rounds + (beside is not None),
                 )
-            )
+            updated.append(candidate)
+        return dataclasses.replace(
+            confirmation,
+            baseline_samples_per_second=(*confirmation.baseline_samples_per_second, baseline),
+            candidates=tuple(updated),
+        )
+
+    def _round_baseline(
+        self, confirmation: Confirmation, settings: RunSettings, number: int, where: str
+    ) -> float:
+        """The baseline alone in a fresh process (samples/s); StudyError when it fails."""
         try:
             folder = self.log_root / f"round_{number}_baseline"
             baseline = _speed(self._run(confirmation.baseline_config, settings, folder))
@@ -384,11 +376,7 @@ class Confirmer:
                 "the rounds done are stored: run the same command again to resume"
             ) from failure
         self.on_progress(f"{where}: baseline {baseline:,.0f} samples/s")
-        return dataclasses.replace(
-            confirmation,
-            baseline_samples_per_second=(*confirmation.baseline_samples_per_second, baseline),
-            candidates=tuple(updated),
-        )
+        return baseline
 
     def _seed_curve(
         self, confirmation: Confirmation, trial: int, seed: int, settings: RunSettings
@@ -444,6 +432,7 @@ def _failure_text(failure: TrialFailure) -> str:
 __all__ = [
     "ConfirmRunner",
     "Confirmer",
+    "PairRunner",
     "ProgressListener",
     "candidates_of",
     "check_plan",

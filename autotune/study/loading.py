@@ -13,7 +13,7 @@ from autotune.store.schema import IDENTITY_KEY, INFO_KEY
 from autotune.store.storage import DEFAULT_STORAGE, STUDY_NAME, open_storage, pick_study_name
 from autotune.study.identity import check_experiment
 from autotune.study.placement import Placement
-from autotune.study.study import Study, TrialRunner
+from autotune.study.study import PairRunner, Study, TrialRunner
 
 
 def load_study(
@@ -21,6 +21,7 @@ def load_study(
     study_name: str | None = None,
     *,
     runner: TrialRunner | None = None,
+    pair_runner: PairRunner | None = None,
     seed: int = 0,
     placement: Placement | None = None,
     read_only: bool = True,
@@ -30,9 +31,9 @@ def load_study(
 
     With ``study_name`` None, the storage must hold exactly one study. ``read_only`` False
     checks the identity at once (a worker on other hardware is refused before it runs
-    anything); ``seed`` and ``placement`` as in :class:`Study`. ``experiment`` (what a worker
-    passes: the one its operator named) must match the study's stored experiment, its reference
-    and the digest of its file, before anything is imported
+    anything); ``runner``, ``pair_runner``, ``seed`` and ``placement`` as in :class:`Study`.
+    ``experiment`` (what a worker passes: the one its operator named) must match the study's
+    stored experiment, its reference and the digest of its file, before anything is imported
     (:func:`autotune.study.identity.check_experiment`); it is then the one loaded, never the
     stored reference.
     """
@@ -56,6 +57,7 @@ def load_study(
         tolerance=stored.user_attrs[IDENTITY_KEY]["tolerance"],
         settings=RunSettings().replace(**info.get("settings", {})),
         runner=runner,
+        pair_runner=pair_runner,
         seed=seed,
         placement=placement,
         read_only=read_only,

@@ -54,6 +54,7 @@ def run(
     timeout: float | None = None,
     confirm_top: int = DEFAULT_TOP,
     confirm_rounds: int = DEFAULT_ROUNDS,
+    confirm_paired: bool = True,
     max_memory_mib: float | None = None,
     local_workers: Sequence[Placement] = (),
     callbacks: Iterable[StudyCallback] = (),
@@ -74,7 +75,9 @@ def run(
         timeout: seconds after which no new trial starts (None: no limit).
         confirm_top: candidates to confirm (0: recommend unconfirmed; ``on_confirmation`` is
             then not called).
-        confirm_rounds: interleaved head-to-head rounds (>= 2), in fresh processes.
+        confirm_rounds: interleaved head-to-head rounds at most (>= 2), in fresh processes.
+        confirm_paired: time each candidate beside the baseline in one process per round where
+            they share a backend and thread pools (False: each in a process of its own).
         max_memory_mib: largest peak memory (MiB) a confirmed or recommended configuration may
             use (None: no limit).
         local_workers: placements of more workers on this host, started as
@@ -117,7 +120,11 @@ def run(
     front = study.pareto_front()
     report.on_front(front)
     confirmation = study.confirm(
-        confirm_top, confirm_rounds, on_progress=report.on_confirm_progress, max_memory_mib=limit
+        confirm_top,
+        confirm_rounds,
+        on_progress=report.on_confirm_progress,
+        max_memory_mib=limit,
+        paired=confirm_paired,
     )
     if confirmation is not None:
         report.on_confirmation(confirmation)

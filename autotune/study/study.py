@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,7 @@ from autotune.study import (
     prediction,
     recovery,
     run_lock,
+    runners,
     running,
     scoring,
     search,
@@ -62,6 +64,7 @@ from autotune.study import warm_start as warming
 from autotune.study.optuna_tools import set_constraints
 from autotune.study.placement import HostClaim, Placement
 from autotune.study.profiling import ProfileListener, profile_front
+from autotune.study.runners import PairRunner, TrialRunner, isolated_runner
 from autotune.study.start import (
     check_start,
     enqueue_next,
@@ -76,18 +79,6 @@ MAX_CONSECUTIVE_FAILURES = 5
 #: Seconds a worker waits, when the trials running elsewhere fill the target, before it looks
 #: again (one of them may fail as interrupted and need a retry).
 WAIT_SECONDS = 1.0
-
-#: Runs one trial: (experiment reference, config, settings, log folder) -> RunResult.
-TrialRunner = Callable[[str, TrialConfig, RunSettings, Path | None], RunResult]
-
-
-def isolated_runner(
-    reference: str, config: TrialConfig, settings: RunSettings, log_dir: Path | None
-) -> RunResult:
-    """The real runner: a fresh process, started ahead during a curve when it can be."""
-    from autotune.trial.isolation import run_isolated
-
-    return run_isolated(reference, config, settings, log_dir=log_dir, prestart=True)
 
 
 class Study:
@@ -113,6 +104,8 @@ class Study:
             (see :mod:`autotune.study.search`). A stored study keeps the start it was made with.
         sampler: an Optuna sampler to use instead of autotune's TPE (``seed`` is then unused).
         runner: runs one trial; the default runs it in a fresh process.
+        pair_runner: times a confirmation candidate beside the baseline in one process; the
+            default does so with the default runner, none with another (fresh processes then).
         log_root: folder for per-trial logs and profiles; defaults to
             ``autotune_logs/<study key>`` beside a database file, else in the current folder
             (:func:`autotune.store.log_folders.study_key`). ``tensorboard --logdir`` on it shows
@@ -149,6 +142,7 @@ class Study:
         start: str = "structured",
         sampler: optuna.samplers.BaseSampler | None = None,
         runner: TrialRunner | None = None,
+        pair_runner: PairRunner | None = None,
         log_root: str | Path | None = None,
         profile_mode: str = "all",
         max_consecutive_failures: int = MAX_CONSECUTIVE_FAILURES,
@@ -178,6 +172,8 @@ class Study:
             f"{self.experiment.name}-{self.space.name}"
         )
         self.runner: TrialRunner = runner or isolated_runner
+        real = self.runner is runners.isolated_runner
+        self.pair_runner = pair_runner or (runners.isolated_pair_runner if real else None)
         self.max_consecutive_failures = max_consecutive_failures
         check_url(storage)
         self.placement = placement or Placement()
@@ -444,12 +440,14 @@ class Study:
         extra_seeds: Sequence[int] = EXTRA_SEEDS,
         on_progress: Callable[[str], None] | None = None,
         max_memory_mib: float | None = None,
+        paired: bool = True,
     ) -> Confirmation | None:
         """Re-measures the ``top`` fastest feasible Pareto trials (faster than the baseline;
         with ``max_memory_mib``, within that peak memory, MiB) head to head with the baseline,
-        ``rounds`` interleaved rounds of fresh processes, and trains each one's curve with
-        ``extra_seeds`` (:mod:`autotune.analysis.head_to_head`). Stored as it goes: one done for
-        the same candidates is returned, one cut short resumes; ``top`` 0 returns None."""
+        ``rounds`` interleaved rounds of fresh processes (with ``paired`` and a pair runner, a
+        candidate beside the baseline in one where they can share it), and trains each one's
+        curve with ``extra_seeds`` (:mod:`autotune.analysis.head_to_head`). Stored as it goes: one
+        done for the same candidates is returned, one cut short resumes; ``top`` 0: None."""
         limit = check_memory_limit(max_memory_mib)
         seeds = confirming.check_plan(top, rounds, extra_seeds)
         if top == 0:
@@ -465,6 +463,7 @@ class Study:
                 self.log_root,
                 on_progress,
                 limit,
+                partial(self.pair_runner, self.reference) if paired and self.pair_runner else None,
             )
 
     # ----------------------------------------------------------------- queries
@@ -497,4 +496,4 @@ class Study:
         return read_records(self._storage, self.storage_url, self.name)
 
 
-__all__ = ["DEFAULT_TOLERANCE", "Study", "TrialRunner", "isolated_runner"]
+__all__ = ["DEFAULT_TOLERANCE", "PairRunner", "Study", "TrialRunner", "isolated_runner"]

@@ -416,10 +416,12 @@ def show_recipe(console: Console, recipe: Recipe) -> None:
 def confirmation_table(confirmation: Confirmation, tolerance: float) -> Table:
     """Every confirmed candidate: its paired speed-up over the baseline with its interval, its
     fidelity over seeds (mean and range) and the verdict."""
+    paired = " in one process each" if confirmation.paired else ""
     table = Table(
         title=f"Confirmation: {confirmation.completed_rounds} of at most {confirmation.rounds} "
-        f"rounds head to head, seeds {list(confirmation.seeds)}; {confirmation.process_count} "
-        f"processes; faster beyond noise at {confirmation.one_sided_coverage:.1%} one-sided"
+        f"rounds head to head{paired}, seeds {list(confirmation.seeds)}; "
+        f"{confirmation.process_count} processes; faster beyond noise at "
+        f"{confirmation.one_sided_coverage:.1%} one-sided"
     )
     for name in ("#", "configuration", "speed-up (CI)", "fidelity (range)", "verdict"):
         table.add_column(name, justify="right" if name == "#" else "left", overflow="fold")

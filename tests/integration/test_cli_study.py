@@ -59,12 +59,16 @@ def test_run_status_best_export_and_resume(tmp_path: Path) -> None:
     assert first.stdout.count("trial ") >= 3
     front = load_study(storage).pareto_front()
     # the fastest feasible trial, confirmed head to head with the baseline in sequential rounds
-    # that stop once the verdict cannot change: one or both of the two rounds, two runs each
-    completed = re.search(r"Confirmation: (\d) of at most 2 rounds head to head", first.stdout)
+    # that stop once the verdict cannot change: one or both of the two rounds, each one process
+    # timing the candidate beside the baseline
+    completed = re.search(
+        r"Confirmation: (\d) of at most 2 rounds head to head in one process each", first.stdout
+    )
     if front:
         assert completed and completed[1] in ("1", "2"), first.stdout
         rounds = int(completed[1])
-        assert first.stdout.count("confirm round ") == 2 * rounds
+        assert first.stdout.count("confirm round ") == rounds
+        assert first.stdout.count("samples/s, the baseline beside it ") == rounds
         assert f"confirm round {rounds}/2: trial {front[0].number} " in first.stdout
         assert "seeds [0, 1, 2]" in first.stdout
     else:

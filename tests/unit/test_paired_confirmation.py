@@ -1,0 +1,342 @@
+"""Paired confirmation rounds (issue 25, item 4): a candidate that shares what a process fixes
+with the baseline is timed beside it in one process per round, and its ratios use the baseline
+speeds measured beside it. The demo study (tests/support/demo_study.py: trial 3 at 6x the
+baseline, trial 2 at 3x) is confirmed with fake runners; nothing is trained."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import statistics
+from pathlib import Path
+
+import pytest
+
+import autotune.study.study
+from autotune.analysis.head_to_head import Candidate, Confirmation
+from autotune.config import RunSettings, TrialConfig
+from autotune.exceptions import TrialFailure
+from autotune.measure import Estimate
+from autotune.store.result import RunResult
+from autotune.study import load_study, runners
+from autotune.views.terminal import confirmation_table
+from tests.support.demo_study import build_demo_study, fake_runner
+
+BASE = TrialConfig.baseline(32)
+WINNER = TrialConfig(batch_size=64, precision="mixed_bfloat16", jit_compile=True)  # trial 3
+RUNNER_UP = TrialConfig(batch_size=32, precision="mixed_bfloat16", jit_compile=True)  # trial 2
+
+
+def _scaled(result: RunResult, factor: float) -> RunResult:
+    assert result.throughput is not None
+    speed = result.throughput.median * factor
+    return dataclasses.replace(result, throughput=Estimate(speed, speed, speed, 0.95, 7))
+
+
+class Runners:
+    """A fake runner and pair runner: every run recorded; the baseline timed beside a candidate
+    runs at ``beside[candidate]`` times its own speed (a pair that sees its own baseline)."""
+
+    def __init__(self, beside: dict[TrialConfig, float] | None = None) -> None:
+        self.beside = beside or {}
+        self.alone: list[TrialConfig] = []
+        self.pairs: list[tuple[TrialConfig, TrialConfig]] = []
+        self.fail_pairs_of: set[TrialConfig] = set()
+
+    def run(
+        self, reference: str, config: TrialConfig, settings: RunSettings, log_dir: Path | None
+    ) -> RunResult:
+        if settings.measure_throughput:
+            self.alone.append(config)
+        return fake_runner(reference, config, settings, log_dir)
+
+    def pair(
+        self,
+        reference: str,
+        first: TrialConfig,
+        second: TrialConfig,
+        settings: RunSettings,
+        log_dir: Path | None,
+    ) -> tuple[RunResult, RunResult]:
+        """(first's result, second's): one of them is the baseline, set up first or second."""
+        self.pairs.append((first, second))
+        candidate = second if first == BASE else first
+        if candidate in self.fail_pairs_of:
+            raise TrialFailure("exception", "the fake pair failed")
+        base = _scaled(
+            fake_runner(reference, BASE, settings, log_dir), self.beside.get(candidate, 1)
+        )
+        mine = fake_runner(reference, candidate, settings, log_dir)
+        return (base, mine) if first == BASE else (mine, base)
+
+    def throughput_runs(self) -> int:
+        return len(self.alone) + len(self.pairs)
+
+
+@pytest.fixture(scope="module")
+def demo_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_demo_study(tmp_path_factory.mktemp("demo")).folder
+
+
+def _study(demo_folder: Path, tmp_path: Path, fakes: Runners, paired: bool = True):  # type: ignore[no-untyped-def]
+    shutil.copy(demo_folder / "study.db", tmp_path / "study.db")
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    return load_study(url, runner=fakes.run, pair_runner=fakes.pair if paired else None)
+
+
+def _confirm(demo_folder: Path, tmp_path: Path, fakes: Runners, **kwargs: object) -> Confirmation:
+    study = _study(demo_folder, tmp_path, fakes)
+    confirmation = study.confirm(top=3, rounds=6, **kwargs)
+    assert confirmation is not None and confirmation.complete
+    return confirmation
+
+
+def _by_trial(confirmation: Confirmation) -> dict[int, Candidate]:
+    return {c.trial: c for c in confirmation.candidates}
+
+
+def test_a_paired_round_is_one_process_per_candidate_and_no_baseline_process(
+    demo_folder: Path, tmp_path: Path
+) -> None:
+    fakes = Runners()
+
+    confirmation = _confirm(demo_folder, tmp_path, fakes)
+
+    rounds = confirmation.completed_rounds
+    assert rounds == 5  # a clear winner: the first look
+    # one process per candidate and round; which goes first alternates by round
+    odd, even = [(WINNER, BASE), (RUNNER_UP, BASE)], [(BASE, WINNER), (BASE, RUNNER_UP)]
+    assert fakes.pairs[: 2 * rounds] == (odd + even) * 2 + odd
+    assert BASE not in fakes.alone  # no round ran the baseline alone
+    for candidate in confirmation.candidates:
+        assert candidate.paired_rounds == len(candidate.samples_per_second) == rounds
+        assert len(candidate.baseline_samples_per_second) == rounds
+    assert "5 of at most 6 rounds head to head in one process each" in confirmation.summary(1.5)
+    assert confirmation.paired
+    title = confirmation_table(confirmation, 1.5).title
+    assert str(title).startswith("Confirmation: 5 of at most 6 rounds head to head in one process")
+    # Every process counted: the rounds' pairs, the curves, the attribution's processes and the
+    # minimal recipe's (paired too) against 5 x 3 + ... unpaired.
+    assert confirmation.processes == fakes.throughput_runs() + 2  # + the winner's two curves
+
+
+def test_each_candidates_ratio_uses_the_baseline_measured_beside_it(
+    demo_folder: Path, tmp_path: Path
+) -> None:
+    # The baseline beside trial 2 runs half as fast as beside trial 3 (a process that slows
+    # both): trial 2's ratio must use that, not the other process's baseline.
+    fakes = Runners(beside={RUNNER_UP: 0.5})
+
+    confirmation = _confirm(demo_folder, tmp_path, fakes)
+
+    runner_up = _by_trial(confirmation)[2]
+    winner = _by_trial(confirmation)[3]
+    assert statistics.median(confirmation.ratios(runner_up)) == pytest.approx(
+        2 * statistics.median(confirmation.ratios(winner)) * 3 / 6, rel=0.02
+    )  # 3x over a baseline at half speed: 6x, as fast as the winner over its own
+    assert runner_up.baseline_samples_per_second == pytest.approx(
+        [b / 2 for b in winner.baseline_samples_per_second], rel=0.02
+    )
+    # The round's baseline is the median of the speeds measured beside its candidates.
+    first = [runner_up.baseline_samples_per_second[0], winner.baseline_samples_per_second[0]]
+    assert confirmation.baseline_samples_per_second[0] == pytest.approx(statistics.median(first))
+    verdict = confirmation.verdict(runner_up, 1.5)
+    assert verdict.ratio is not None and verdict.ratio.median == pytest.approx(6.0, rel=0.02)
+
+
+def test_a_candidate_on_other_thread_pools_runs_alone_beside_a_baseline_process(
+    demo_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Trial 2 cannot share a process with the baseline: it runs alone and the round runs the
+    # baseline alone for it; trial 3 is still paired.
+    differs = TrialConfig.process_differences
+
+    def fixed(self: TrialConfig, other: TrialConfig) -> list[str]:
+        if self == RUNNER_UP:
+            return ["intra_op_threads: 1 vs 0"]
+        return differs(self, other)
+
+    monkeypatch.setattr(TrialConfig, "process_differences", fixed)
+    fakes = Runners(beside={WINNER: 0.8})
+
+    confirmation = _confirm(demo_folder, tmp_path, fakes)
+
+    rounds = confirmation.completed_rounds
+    runner_up, winner = _by_trial(confirmation)[2], _by_trial(confirmation)[3]
+    assert fakes.alone[: 2 * rounds] == [RUNNER_UP, BASE] * rounds
+    assert runner_up.paired_rounds == 0 and winner.paired_rounds == rounds
+    # trial 2 pairs with the round's baseline process, which is the round's baseline
+    assert runner_up.baseline_samples_per_second == confirmation.baseline_samples_per_second
+    assert winner.baseline_samples_per_second == pytest.approx(
+        [0.8 * b for b in confirmation.baseline_samples_per_second], rel=0.02
+    )
+    assert "in one process each" in confirmation.summary(1.5)  # the winner, trial 3, paired
+
+
+def test_unpaired_runs_todays_fresh_processes(demo_folder: Path, tmp_path: Path) -> None:
+    fakes = Runners()
+
+    confirmation = _confirm(demo_folder, tmp_path, fakes, paired=False)
+
+    assert fakes.pairs == []
+    rounds = confirmation.completed_rounds
+    assert fakes.alone[: 3 * rounds] == [WINNER, RUNNER_UP, BASE] * rounds
+    assert all(c.paired_rounds == 0 for c in confirmation.candidates)
+    assert not confirmation.paired
+    assert "in one process each" not in confirmation.summary(1.5)
+
+
+def test_a_round_whose_pairs_all_fail_still_measures_the_baseline(
+    demo_folder: Path, tmp_path: Path
+) -> None:
+    fakes = Runners()
+    fakes.fail_pairs_of = {WINNER, RUNNER_UP}
+
+    confirmation = _confirm(demo_folder, tmp_path, fakes)
+
+    assert confirmation.completed_rounds == 1  # the round ends: no candidate left
+    assert fakes.alone == [BASE]  # its baseline ran alone: the round has a baseline speed
+    assert all(c.failure is not None for c in confirmation.candidates)
+    assert confirmation.recommended(1.5) is None
+
+
+def test_a_format_2_confirmation_resumes_paired_with_its_rounds_kept() -> None:
+    # Stored before format 3: two rounds paired with the rounds' baseline processes.
+    stored = {
+        "format": 2,
+        "rounds": 6,
+        "seeds": [0, 1, 2],
+        "baseline_config": BASE.to_dict(),
+        "baseline_samples_per_second": [100.0, 200.0],
+        "candidates": [
+            {"trial": 3, "config": WINNER.to_dict(), "samples_per_second": [600.0, 1200.0]}
+        ],
+        "sequential": True,
+        "processes": 4,
+    }
+    old = Confirmation.from_dict(stored)
+    (candidate,) = old.candidates
+    assert candidate.baseline_samples_per_second == ()
+    assert old.ratios(candidate) == [6.0, 6.0]
+    assert old.verdict(candidate, 1.5).text == "faster so far (more rounds needed)"
+
+    # A third round, paired, as the confirmer stores it: the stored rounds' baselines first.
+    resumed = dataclasses.replace(
+        old,
+        baseline_samples_per_second=(100.0, 200.0, 50.0),
+        candidates=(
+            dataclasses.replace(
+                candidate,
+                samples_per_second=(600.0, 1200.0, 150.0),
+                baseline_samples_per_second=(100.0, 200.0, 50.0),
+                paired_rounds=1,
+            ),
+        ),
+    )
+    again = Confirmation.from_dict(resumed.to_dict())
+    assert again == resumed
+    assert again.ratios(again.candidates[0]) == [6.0, 6.0, 3.0]
+
+
+def test_a_resumed_format_2_confirmation_backfills_the_rounds_baselines(
+    demo_folder: Path, tmp_path: Path
+) -> None:
+    fakes = Runners(beside={WINNER: 0.5, RUNNER_UP: 0.5})
+    study = _study(demo_folder, tmp_path, fakes, paired=False)
+    first = study.confirm(top=3, rounds=6)
+    assert first is not None
+    # The same rounds as a format-2 confirmation stored them, cut after round 2.
+    cut = dataclasses.replace(
+        first,
+        baseline_samples_per_second=first.baseline_samples_per_second[:2],
+        candidates=tuple(
+            Candidate(c.trial, c.config, c.samples_per_second[:2], {0: c.fidelity[0]})
+            for c in first.candidates
+        ),
+        attribution=None,
+        minimal=None,
+        minimal_baseline_samples_per_second=(),
+        attribution_done=False,
+    )
+    from autotune.store import writer
+
+    writer.write_confirmation(study.optuna, cut)
+    resumed_study = _study_same(tmp_path, fakes)
+
+    confirmation = resumed_study.confirm(top=3, rounds=6)
+
+    assert confirmation is not None
+    winner = _by_trial(confirmation)[3]
+    shared = confirmation.baseline_samples_per_second
+    assert winner.baseline_samples_per_second[:2] == shared[:2]  # the stored rounds', kept
+    assert winner.baseline_samples_per_second[2] == pytest.approx(shared[2])  # paired from 3 on
+    assert winner.paired_rounds == len(winner.samples_per_second) - 2
+
+
+def _study_same(tmp_path: Path, fakes: Runners):  # type: ignore[no-untyped-def]
+    return load_study(
+        f"sqlite:///{tmp_path / 'study.db'}", runner=fakes.run, pair_runner=fakes.pair
+    )
+
+
+def test_the_default_runner_pairs_and_another_does_not(
+    demo_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shutil.copy(demo_folder / "study.db", tmp_path / "study.db")
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    assert load_study(url).pair_runner is runners.isolated_pair_runner
+    assert load_study(url, runner=fake_runner).pair_runner is None
+    # a test that stands a fake in for the default runner gets no real pair runner either
+    monkeypatch.setattr(autotune.study.study, "isolated_runner", fake_runner)
+    assert load_study(url).pair_runner is None
+
+
+def test_the_pair_runner_times_as_many_window_pairs_as_the_settings_have_windows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import autotune.trial.isolation as isolation
+
+    seen: dict[str, object] = {}
+
+    def fake_pair(reference, candidate, baseline, settings, *, pairs, log_dir):  # type: ignore[no-untyped-def]
+        seen.update(pairs=pairs, log_dir=log_dir, limit=settings.time_limit_seconds)
+        return "mine", "base"
+
+    monkeypatch.setattr(isolation, "run_isolated_pair", fake_pair)
+    settings = RunSettings(windows=5, time_limit_seconds=90)
+    result = runners.isolated_pair_runner("digits_cnn", WINNER, BASE, settings, Path("/tmp/logs"))
+    assert result == ("mine", "base")
+    # two models set up, warmed up and timed: twice a run's time limit
+    assert seen == {"pairs": 5, "log_dir": Path("/tmp/logs"), "limit": 180}
+    runners.isolated_pair_runner("digits_cnn", WINNER, BASE, RunSettings(windows=1), None)
+    assert seen["pairs"] == 2  # a pair runner needs two pairs at least
+
+
+@pytest.mark.parametrize(("flag", "paired"), [(None, True), ("--confirm-unpaired", False)])
+def test_run_confirms_paired_unless_told_not_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flag: str | None, paired: bool
+) -> None:
+    from click.testing import CliRunner
+
+    from autotune.cli import main
+    from tests.support.demo_study import write_experiment
+
+    fakes = Runners()
+    run = fakes.run  # one object: the study compares its runner with the real one
+    # the fakes stand in for the real runners: the study pairs as with the real ones
+    monkeypatch.setattr(autotune.study.study, "isolated_runner", run)
+    monkeypatch.setattr(runners, "isolated_runner", run)
+    monkeypatch.setattr(runners, "isolated_pair_runner", fakes.pair)
+    monkeypatch.chdir(tmp_path)
+    args = [
+        "run", write_experiment(tmp_path), "--space", "quick", "--trials", "4",
+        "--storage", f"sqlite:///{tmp_path / 'study.db'}", "--profile", "off",
+        "--confirm-top", "1", "--confirm-rounds", "2", *([flag] if flag else []),
+    ]  # fmt: skip
+
+    done = CliRunner(env={"COLUMNS": "200"}).invoke(main, args, catch_exceptions=False)
+
+    assert done.exit_code == 0, done.output
+    assert bool(fakes.pairs) is paired
+    if paired:
+        assert "the baseline beside it" in done.output
