@@ -394,12 +394,12 @@ class Confirmation:
 
 
 def _paired_text(verdict: Verdict) -> str:
-    """' in one process each' when every round of ``verdict`` timed it beside the baseline."""
-    candidate = verdict.candidate
-    paired = candidate.paired_rounds and candidate.paired_rounds == len(
-        candidate.samples_per_second
-    )
-    return " in one process each" if paired else ""
+    """' in one process each' when every round of ``verdict`` timed it beside the baseline in
+    one process, ', 3 of them in one process' when some did, else ''."""
+    paired, rounds = verdict.candidate.paired_rounds, len(verdict.candidate.samples_per_second)
+    if not paired:
+        return ""
+    return " in one process each" if paired == rounds else f", {paired} of them in one process"
 
 
 def _coverage(ratio: Estimate) -> str:

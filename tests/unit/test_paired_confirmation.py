@@ -271,6 +271,10 @@ def test_a_resumed_format_2_confirmation_backfills_the_rounds_baselines(
     assert winner.baseline_samples_per_second[:2] == shared[:2]  # the stored rounds', kept
     assert winner.baseline_samples_per_second[2] == pytest.approx(shared[2])  # paired from 3 on
     assert winner.paired_rounds == len(winner.samples_per_second) - 2
+    rounds = len(winner.samples_per_second)
+    assert f"{rounds} of at most 6 rounds head to head, {rounds - 2} of them in one process" in (
+        confirmation.summary(1.5)
+    )
 
 
 def _study_same(tmp_path: Path, fakes: Runners):  # type: ignore[no-untyped-def]
