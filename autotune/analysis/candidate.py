@@ -37,6 +37,11 @@ class Candidate:
     baseline_samples_per_second: tuple[float, ...] = ()
     paired_rounds: int = 0
 
+    @property
+    def paired_throughout(self) -> bool:
+        """Whether it has rounds and every one timed it beside the baseline in one process."""
+        return bool(self.samples_per_second) and self.paired_rounds == len(self.samples_per_second)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "trial": self.trial,

@@ -98,9 +98,7 @@ class Confirmation:
     def paired(self) -> bool:
         """Whether every round of every candidate timed it beside the baseline in one process."""
         measured = [c for c in self.candidates if c.samples_per_second]
-        return bool(measured) and all(
-            c.paired_rounds == len(c.samples_per_second) for c in measured
-        )
+        return bool(measured) and all(c.paired_throughout for c in measured)
 
     # ------------------------------------------------------------------ sequential rounds
     def baseline_for(
@@ -396,10 +394,10 @@ class Confirmation:
 def _paired_text(verdict: Verdict) -> str:
     """' in one process each' when every round of ``verdict`` timed it beside the baseline in
     one process, ', 3 of them in one process' when some did, else ''."""
-    paired, rounds = verdict.candidate.paired_rounds, len(verdict.candidate.samples_per_second)
-    if not paired:
-        return ""
-    return " in one process each" if paired == rounds else f", {paired} of them in one process"
+    candidate = verdict.candidate
+    if candidate.paired_throughout:
+        return " in one process each"
+    return f", {candidate.paired_rounds} of them in one process" if candidate.paired_rounds else ""
 
 
 def _coverage(ratio: Estimate) -> str:

@@ -49,7 +49,9 @@ from autotune.study.confirm_plan import (
 ConfirmRunner = Callable[[TrialConfig, RunSettings, Path], RunResult]
 #: Times a candidate and the baseline side by side in one process, throughput only, logging
 #: into the folder: (candidate's result, baseline's).
-PairRunner = Callable[[TrialConfig, TrialConfig, RunSettings, Path], tuple[RunResult, RunResult]]
+ConfirmPairRunner = Callable[
+    [TrialConfig, TrialConfig, RunSettings, Path], tuple[RunResult, RunResult]
+]
 #: Told one line per finished run ("round 2/6: trial 7 1,234 samples/s").
 ProgressListener = Callable[[str], None]
 
@@ -67,7 +69,7 @@ def confirm(
     log_root: Path,
     on_progress: ProgressListener | None = None,
     max_memory_mib: float | None = None,
-    run_pair: PairRunner | None = None,
+    run_pair: ConfirmPairRunner | None = None,
 ) -> Confirmation:
     """Starts, resumes or returns the confirmation of ``plan`` (top, rounds, seeds) of the
     candidates within ``max_memory_mib`` (MiB, no limit when None): one done before for the
@@ -91,7 +93,7 @@ class Confirmer:
         run: ConfirmRunner,
         log_root: Path,
         on_progress: ProgressListener | None = None,
-        run_pair: PairRunner | None = None,
+        run_pair: ConfirmPairRunner | None = None,
     ) -> None:
         self.study = study
         self.records = records
@@ -257,8 +259,7 @@ class Confirmer:
             paired = self._pairs(minimal.config, base)
             try:
                 if paired:
-                    pair = self._run_beside(minimal.config, base, speed, folder, number)
-                    value, baseline = pair
+                    value, baseline = self._run_beside(minimal.config, base, speed, folder, number)
                 else:
                     value = _speed(self._run(minimal.config, speed, folder))
                     baseline = _speed(
@@ -430,9 +431,9 @@ def _failure_text(failure: TrialFailure) -> str:
 
 
 __all__ = [
+    "ConfirmPairRunner",
     "ConfirmRunner",
     "Confirmer",
-    "PairRunner",
     "ProgressListener",
     "candidates_of",
     "check_plan",
