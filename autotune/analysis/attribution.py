@@ -4,9 +4,11 @@ A search reports whatever values its trials happened to draw: a winner may set `
 or ``shuffle_buffer=4096`` for no measurable reason, and a recipe should not tell a user to change
 what does not matter. So each setting in which the winner differs from the baseline is reverted
 alone (the winner with that one setting at the baseline's value) and measured head to head with
-the winner, round by round in fresh processes. A setting **carries** the speed-up when reverting
-it is slower beyond noise (the paired ratio reverted/winner lies wholly below 1); otherwise its
-effect is within noise and the minimal recipe keeps the baseline's value for it. The minimal
+the winner, round by round in fresh processes: beside the winner in one process where the two
+share what a process fixes (:func:`autotune.trial.runner.run_paired`), else each alone. A
+setting **carries** the speed-up when reverting it is slower beyond noise (the paired ratio
+reverted/winner lies wholly below 1); otherwise its effect is within noise and the minimal
+recipe keeps the baseline's value for it. The minimal
 recipe is then confirmed against the baseline like any candidate before it is recommended (see
 :mod:`autotune.analysis.head_to_head`). No TensorFlow here.
 """
@@ -78,6 +80,11 @@ class Attribution:
             search measured over the fidelity tolerance: {setting: that trial's number}. Such
             a reversion could never become the recipe (a larger batch without its
             learning-rate rule, say), so it is not timed.
+        winner_beside: the winner's samples/s timed beside each reversion in its process,
+            round by round (a round the reversion ran alone holds that round's winner process);
+            a setting absent (stored before pairing) pairs with
+            :attr:`winner_samples_per_second`.
+        paired: the settings whose reversion was timed beside the winner in one process.
     """
 
     trial: int
@@ -87,10 +94,16 @@ class Attribution:
     failed: tuple[str, ...] = ()
     rounds: int | None = None
     drifts: Mapping[str, int] = field(default_factory=dict)
+    winner_beside: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    paired: tuple[str, ...] = ()
 
     @property
     def completed_rounds(self) -> int:
         return len(self.winner_samples_per_second)
+
+    def winner_for(self, setting: str) -> tuple[float, ...]:
+        """The winner's samples/s each reversion of ``setting`` is compared with, by round."""
+        return self.winner_beside.get(setting, self.winner_samples_per_second)
 
     def ratio(self, setting: str) -> Estimate | None:
         """samples/s with ``setting`` reverted over the winner's, paired by round (median and
@@ -100,13 +113,11 @@ class Attribution:
             return None
         if self.rounds is None and len(runs) != self.completed_rounds:
             return None
-        return summarize(
-            [r / w for r, w in zip(runs, self.winner_samples_per_second, strict=False)]
-        )
+        return summarize([r / w for r, w in zip(runs, self.winner_for(setting), strict=False)])
 
     def _speed_ups(self, setting: str) -> list[float]:
         runs = self.reverted_samples_per_second.get(setting, ())
-        return [w / r for w, r in zip(self.winner_samples_per_second, runs, strict=False) if r > 0]
+        return [w / r for w, r in zip(self.winner_for(setting), runs, strict=False) if r > 0]
 
     def carries(self, setting: str) -> bool:
         """Whether reverting ``setting`` is slower beyond noise (unmeasured, or not settled
@@ -167,6 +178,8 @@ class Attribution:
             "failed": list(self.failed),
             "rounds": self.rounds,
             "drifts": dict(self.drifts),
+            "winner_beside": {k: list(v) for k, v in self.winner_beside.items()},
+            "paired": list(self.paired),
         }
 
     @classmethod
@@ -182,6 +195,11 @@ class Attribution:
             failed=tuple(str(s) for s in data.get("failed", [])),
             rounds=int(data["rounds"]) if data.get("rounds") is not None else None,
             drifts={str(k): int(v) for k, v in (data.get("drifts") or {}).items()},
+            winner_beside={
+                str(k): tuple(float(x) for x in v)
+                for k, v in (data.get("winner_beside") or {}).items()
+            },
+            paired=tuple(str(s) for s in data.get("paired", [])),
         )
 
     def rows(self) -> list[dict[str, Any]]:

@@ -216,9 +216,62 @@ class Confirmer:
         base: TrialConfig,
         settings: RunSettings,
     ) -> Attribution:
+        """One round: each unsettled reversion beside the winner in one process where the two
+        can share it, else alone against a winner process of the round's own. The round's winner
+        speed is that process's, or the median of the speeds timed beside the reversions."""
         number = attribution.completed_rounds + 1
         where = f"attribution round {number}"
         folder = self.log_root / f"attribution_{number}_trial_{attribution.trial}"
+        measuring = attribution.measuring()
+        beside = {s for s in measuring if self._pairs(reverted(winner, base, s), winner)}
+        alone: float | None = None
+        if not measuring or not set(measuring) <= beside:
+            alone = self._winner_alone(attribution, winner, settings, folder, where)
+        speeds = dict(attribution.reverted_samples_per_second)
+        winners: dict[str, tuple[float, ...]] = {}
+        failed, paired = list(attribution.failed), list(attribution.paired)
+        for setting in measuring:
+            config = reverted(winner, base, setting)
+            here = folder.with_name(folder.name + f"_{setting}")
+            try:
+                if setting in beside:
+                    value, with_winner = self._run_beside(config, winner, settings, here, number)
+                else:
+                    assert alone is not None
+                    value, with_winner = _speed(self._run(config, settings, here)), alone
+            except TrialFailure as failure:  # a failed pair too: keeping the setting is safe
+                self.on_progress(f"{where}: without {setting}: failed ({failure.kind})")
+                failed.append(setting)
+                continue
+            text = f", the winner beside it {with_winner:,.0f}" if setting in beside else ""
+            self.on_progress(f"{where}: without {setting}: {value:,.0f} samples/s{text}")
+            runs = speeds.get(setting, ())
+            own = attribution.winner_for(setting)[: len(runs)]  # stored before pairing: kept
+            speeds[setting], winners[setting] = (*runs, value), (*own, with_winner)
+            if setting in beside and setting not in paired:
+                paired.append(setting)
+        if alone is None and winners:  # every reversion ran beside the winner
+            alone = statistics.median(w[-1] for w in winners.values())
+        if alone is None:  # every pair failed: the round still needs a winner speed
+            alone = self._winner_alone(attribution, winner, settings, folder, where)
+        return dataclasses.replace(
+            attribution,
+            winner_samples_per_second=(*attribution.winner_samples_per_second, alone),
+            reverted_samples_per_second=speeds,
+            winner_beside={**attribution.winner_beside, **winners},
+            failed=tuple(failed),
+            paired=tuple(paired),
+        )
+
+    def _winner_alone(
+        self,
+        attribution: Attribution,
+        winner: TrialConfig,
+        settings: RunSettings,
+        folder: Path,
+        where: str,
+    ) -> float:
+        """The winner alone in a fresh process (samples/s); StudyError when it fails."""
         try:
             speed = _speed(self._run(winner, settings, folder))
         except TrialFailure as failure:
@@ -227,26 +280,7 @@ class Confirmer:
                 "rounds done are stored: run the same command again to resume"
             ) from failure
         self.on_progress(f"{where}: trial {attribution.trial} {speed:,.0f} samples/s")
-        speeds = dict(attribution.reverted_samples_per_second)
-        failed = list(attribution.failed)
-        for setting in attribution.measuring():
-            config = reverted(winner, base, setting)
-            try:
-                value = _speed(
-                    self._run(config, settings, folder.with_name(folder.name + f"_{setting}"))
-                )
-            except TrialFailure as failure:
-                self.on_progress(f"{where}: without {setting}: failed ({failure.kind})")
-                failed.append(setting)
-                continue
-            self.on_progress(f"{where}: without {setting}: {value:,.0f} samples/s")
-            speeds[setting] = (*speeds.get(setting, ()), value)
-        return dataclasses.replace(
-            attribution,
-            winner_samples_per_second=(*attribution.winner_samples_per_second, speed),
-            reverted_samples_per_second=speeds,
-            failed=tuple(failed),
-        )
+        return speed
 
     def _confirm_minimal(self, confirmation: Confirmation, settings: RunSettings) -> Confirmation:
         """The minimal recipe against the baseline, round by round, then its curve seeds."""

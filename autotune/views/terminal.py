@@ -447,9 +447,19 @@ def attribution_table(confirmation: Confirmation) -> Table | None:
     attribution = confirmation.attribution
     if attribution is None:
         return None
+    measured = [s for s in attribution.settings if attribution.reverted_samples_per_second.get(s)]
+    paired = [s for s in measured if s in attribution.paired]
+    beside = (
+        ""
+        if not paired
+        else ", beside the winner in one process"
+        if len(paired) == len(measured)
+        else f", {', '.join(paired)} beside the winner in one process"
+    )
     table = Table(
         title=f"Where trial {attribution.trial}'s speed-up comes from "
-        f"({attribution.completed_rounds} rounds, each setting reverted alone until settled)"
+        f"({attribution.completed_rounds} rounds, each setting reverted alone until settled"
+        f"{beside})"
     )
     for name in ("setting", "speed with it reverted (CI)", "verdict"):
         table.add_column(name, overflow="fold")

@@ -19,7 +19,7 @@ from autotune.exceptions import TrialFailure
 from autotune.measure import Estimate
 from autotune.store.result import RunResult
 from autotune.study import load_study, runners
-from autotune.views.terminal import confirmation_table
+from autotune.views.terminal import attribution_table, confirmation_table
 from tests.support.demo_study import build_demo_study, fake_runner
 
 BASE = TrialConfig.baseline(32)
@@ -35,10 +35,16 @@ def _scaled(result: RunResult, factor: float) -> RunResult:
 
 class Runners:
     """A fake runner and pair runner: every run recorded; the baseline timed beside a candidate
-    runs at ``beside[candidate]`` times its own speed (a pair that sees its own baseline)."""
+    runs at ``beside[candidate]`` times its own speed (a pair that sees its own baseline), the
+    winner timed beside a reversion in an attribution round at ``winner_beside[reversion]``."""
 
-    def __init__(self, beside: dict[TrialConfig, float] | None = None) -> None:
+    def __init__(
+        self,
+        beside: dict[TrialConfig, float] | None = None,
+        winner_beside: dict[TrialConfig, float] | None = None,
+    ) -> None:
         self.beside = beside or {}
+        self.winner_beside = winner_beside or {}
         self.alone: list[TrialConfig] = []
         self.pairs: list[tuple[TrialConfig, TrialConfig]] = []
         self.fail_pairs_of: set[TrialConfig] = set()
@@ -58,16 +64,17 @@ class Runners:
         settings: RunSettings,
         log_dir: Path | None,
     ) -> tuple[RunResult, RunResult]:
-        """(first's result, second's): one of them is the baseline, set up first or second."""
+        """(first's result, second's): one of them is the reference (the baseline, else the
+        winner), set up first or second."""
         self.pairs.append((first, second))
-        candidate = second if first == BASE else first
-        if candidate in self.fail_pairs_of:
+        own = BASE if BASE in (first, second) else WINNER
+        other = second if first == own else first
+        if other in self.fail_pairs_of:
             raise TrialFailure("exception", "the fake pair failed")
-        base = _scaled(
-            fake_runner(reference, BASE, settings, log_dir), self.beside.get(candidate, 1)
-        )
-        mine = fake_runner(reference, candidate, settings, log_dir)
-        return (base, mine) if first == BASE else (mine, base)
+        factor = (self.beside if own == BASE else self.winner_beside).get(other, 1)
+        base = _scaled(fake_runner(reference, own, settings, log_dir), factor)
+        mine = fake_runner(reference, other, settings, log_dir)
+        return (base, mine) if first == own else (mine, base)
 
     def throughput_runs(self) -> int:
         return len(self.alone) + len(self.pairs)
@@ -344,3 +351,113 @@ def test_run_confirms_paired_unless_told_not_to(
     assert bool(fakes.pairs) is paired
     if paired:
         assert "the baseline beside it" in done.output
+
+
+# --------------------------------------------------------------------- attribution, paired
+# Trial 3 differs from the baseline in batch_size, precision and jit_compile; reverting its
+# batch size gives trial 2's configuration.
+WITHOUT_BATCH = RUNNER_UP
+WITHOUT_XLA = dataclasses.replace(WINNER, jit_compile=False)
+
+
+def test_attribution_times_each_reversion_beside_the_winner_and_no_winner_alone(
+    demo_folder: Path, tmp_path: Path
+) -> None:
+    fakes = Runners()
+
+    confirmation = _confirm(demo_folder, tmp_path, fakes)
+
+    attribution = confirmation.attribution
+    assert attribution is not None
+    assert attribution.paired == ("batch_size", "precision", "jit_compile")
+    assert WINNER not in fakes.alone  # no round ran the winner alone
+    beside_winner = [p for p in fakes.pairs if BASE not in p]
+    assert beside_winner and all(WINNER in p for p in beside_winner)
+    # round 1 sets up the reversion first, round 2 the winner first
+    assert beside_winner[:3] == [
+        (WITHOUT_BATCH, WINNER),
+        (dataclasses.replace(WINNER, precision="float32"), WINNER),
+        (WITHOUT_XLA, WINNER),
+    ]
+    assert beside_winner[3][1] == WITHOUT_BATCH
+    for setting in attribution.paired:
+        runs = attribution.reverted_samples_per_second[setting]
+        assert len(attribution.winner_for(setting)) == len(runs)
+    # a round's winner speed: the median of those timed beside its reversions
+    first = [attribution.winner_for(s)[0] for s in attribution.paired]
+    assert attribution.winner_samples_per_second[0] == pytest.approx(statistics.median(first))
+    title = attribution_table(confirmation)
+    assert title is not None and "beside the winner in one process" in str(title.title)
+
+
+def test_a_reversion_is_compared_with_the_winner_timed_beside_it(
+    demo_folder: Path, tmp_path: Path
+) -> None:
+    # The winner beside the batch-size reversion runs at a quarter of its speed (a process
+    # slower for both): that reversion's ratio must use it, not the round's winner speed.
+    fakes = Runners(winner_beside={WITHOUT_BATCH: 0.25})
+
+    confirmation = _confirm(demo_folder, tmp_path, fakes)
+
+    attribution = confirmation.attribution
+    assert attribution is not None
+    ratio = attribution.ratio("batch_size")
+    assert ratio is not None
+    # trial 2's configuration runs at 3x the baseline, the winner at 6x times 0.25
+    assert ratio.median == pytest.approx(3 / (6 * 0.25), rel=0.02)
+    assert not attribution.carries("batch_size")
+
+
+def test_a_reversion_on_other_thread_pools_runs_alone_against_a_winner_process(
+    demo_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    differs = TrialConfig.process_differences
+
+    def fixed(self: TrialConfig, other: TrialConfig) -> list[str]:
+        if WITHOUT_XLA in (self, other) and BASE not in (self, other):
+            return ["intra_op_threads: 1 vs 0"]
+        return differs(self, other)
+
+    monkeypatch.setattr(TrialConfig, "process_differences", fixed)
+    fakes = Runners()
+
+    confirmation = _confirm(demo_folder, tmp_path, fakes)
+
+    attribution = confirmation.attribution
+    assert attribution is not None
+    assert "jit_compile" not in attribution.paired and "precision" in attribution.paired
+    rounds = len(attribution.reverted_samples_per_second["jit_compile"])
+    assert fakes.alone.count(WINNER) == rounds  # one winner process per round it ran alone
+    assert fakes.alone.count(WITHOUT_XLA) == rounds
+    # it is compared with its round's winner process, which is the round's winner speed
+    winners = attribution.winner_samples_per_second[:rounds]
+    assert attribution.winner_for("jit_compile") == winners
+    table = attribution_table(confirmation)
+    assert table is not None
+    assert "batch_size, precision beside the winner in one process" in str(table.title)
+
+
+def test_an_attribution_stored_before_pairing_reads_and_round_trips() -> None:
+    from autotune.analysis.attribution import Attribution
+
+    old = Attribution.from_dict(
+        {
+            "trial": 3,
+            "settings": ["batch_size", "precision"],
+            "winner_samples_per_second": [600.0, 600.0],
+            "reverted_samples_per_second": {"batch_size": [590.0, 610.0], "precision": [200.0]},
+            "failed": [],
+            "rounds": 6,
+            "drifts": {},
+        }
+    )
+    assert old.paired == () and old.winner_for("precision") == (600.0, 600.0)
+    ratio = old.ratio("precision")
+    assert ratio is not None and ratio.median == pytest.approx(200 / 600)
+    paired = dataclasses.replace(
+        old,
+        winner_beside={"batch_size": (600.0, 600.0, 300.0)},
+        reverted_samples_per_second={"batch_size": (590.0, 610.0, 290.0), "precision": (200.0,)},
+        paired=("batch_size",),
+    )
+    assert Attribution.from_dict(paired.to_dict()) == paired
