@@ -4,12 +4,12 @@ A search reports whatever values its trials happened to draw: a winner may set `
 or ``shuffle_buffer=4096`` for no measurable reason, and a recipe should not tell a user to change
 what does not matter. So each setting in which the winner differs from the baseline is reverted
 alone (the winner with that one setting at the baseline's value) and measured head to head with
-the winner, round by round in fresh processes: beside the winner in one process where the two
-share what a process fixes (:func:`autotune.trial.runner.run_paired`), else each alone. A
-setting **carries** the speed-up when reverting it is slower beyond noise (the paired ratio
-reverted/winner lies wholly below 1); otherwise its effect is within noise and the minimal
-recipe keeps the baseline's value for it. The minimal
-recipe is then confirmed against the baseline like any candidate before it is recommended (see
+the winner, round by round in fresh processes: a round's reversions beside the winner in one
+process where they share what a process fixes (:func:`autotune.trial.runner.run_side_by_side`),
+else each alone. A setting **carries** the speed-up when reverting it is slower beyond noise (the
+paired ratio reverted/winner lies wholly below 1); otherwise its effect is within noise and the
+minimal recipe keeps the baseline's value for it. The minimal recipe is then confirmed against
+the baseline like any candidate before it is recommended (see
 :mod:`autotune.analysis.head_to_head`). No TensorFlow here.
 """
 

@@ -4,10 +4,10 @@ A search takes the fastest of many noisy medians, which flatters the winner (the
 and calls a configuration feasible on one curve from one seed. So before anything is
 recommended, the top candidates (feasible Pareto trials, fastest first) and the baseline are
 measured again, interleaved round by round (A B C, A B C, ...), so that drift on a shared machine
-hits all of them alike. In each round a candidate that shares what a process fixes with the
-baseline (backend, thread pools) is timed beside it in one fresh process, their windows
-alternating (:func:`autotune.trial.runner.run_paired`); one that does not is timed alone and paired
-with the round's own baseline process. Either way its speed-up in round r is::
+hits all of them alike. In each round the candidates that share what a process fixes with the
+baseline (backend, thread pools) are timed beside it in one fresh process, their windows taken
+in turn (:func:`autotune.trial.runner.run_side_by_side`); one that does not is timed alone and
+paired with the round's own baseline process. Either way its speed-up in round r is::
 
     ratio_r = candidate samples/s in round r / the baseline's samples/s measured for it in round r
 

@@ -119,8 +119,8 @@ def main() -> None:
     "--confirm-paired/--confirm-unpaired",
     default=True,
     show_default=True,
-    help="Time each confirmation candidate beside the baseline in one process per round "
-    "(where they share a backend and thread pools), or each in a fresh process of its own.",
+    help="Time a confirmation round's candidates beside the baseline in one process (those "
+    "that share its backend and thread pools), or each in a fresh process of its own.",
 )
 @click.option(
     "--json",

@@ -3,9 +3,10 @@
 The candidates are the top feasible Pareto trials, fastest first. Each round runs every
 candidate still measured (:meth:`Confirmation.active`: the rounds are sequential and stop once
 the decision is settled) in a fresh process measuring throughput only (no curve, no ablation, no
-profile): beside the baseline in the same process, windows alternating, when a pair runner is
-given and the two share what a process fixes (backend, thread pools); else alone, and the round
-then runs the baseline in a process of its own too. The confirmation is stored after each round,
+profile): all of them beside the baseline in one process, windows taken in turn, when a pair
+runner is given and they share what a process fixes (backend, thread pools; see
+:mod:`autotune.study.confirm_runs`); else alone, and the round then runs the baseline in a process
+of its own too. The confirmation is stored after each round,
 so a resumed study continues with the next round and one already done is never repeated. A
 round cut short is run again whole. Then the curves of the candidates that could win are trained
 with the extra seeds, fastest first until one is within the tolerance, one stored run at a time.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import optuna
@@ -44,16 +45,14 @@ from autotune.study.confirm_plan import (
     speed_settings,
     start,
 )
-
-#: Runs one configuration with these settings, logging into the folder.
-ConfirmRunner = Callable[[TrialConfig, RunSettings, Path], RunResult]
-#: Times a candidate and the baseline side by side in one process, throughput only, logging
-#: into the folder: (candidate's result, baseline's).
-ConfirmPairRunner = Callable[
-    [TrialConfig, TrialConfig, RunSettings, Path], tuple[RunResult, RunResult]
-]
-#: Told one line per finished run ("round 2/6: trial 7 1,234 samples/s").
-ProgressListener = Callable[[str], None]
+from autotune.study.confirm_runs import (
+    Beside,
+    ConfirmPairRunner,
+    ConfirmRunner,
+    ConfirmRuns,
+    ProgressListener,
+    failure_text,
+)
 
 
 def _points(curve: Sequence[CurvePoint]) -> list[tuple[float, float]]:
@@ -73,8 +72,8 @@ def confirm(
 ) -> Confirmation:
     """Starts, resumes or returns the confirmation of ``plan`` (top, rounds, seeds) of the
     candidates within ``max_memory_mib`` (MiB, no limit when None): one done before for the
-    same candidates is stored as it is and returned. With ``run_pair``, candidates are timed
-    beside the baseline in one process where they can be."""
+    same candidates is stored as it is and returned. With ``run_pair``, a round's candidates are
+    timed beside the baseline in one process where they can be (:mod:`.confirm_runs`)."""
     confirmation = start(records, *plan, max_memory_mib=max_memory_mib)
     if confirmation.complete:  # done before, or nothing feasible to confirm
         writer.write_confirmation(study, confirmation)
@@ -98,14 +97,12 @@ class Confirmer:
         self.study = study
         self.records = records
         self.tolerance = records.tolerance
-        self.run = run
-        self.run_pair = run_pair
         self.log_root = log_root / "confirmation"
         self.on_progress = on_progress or (lambda line: None)
-        self.processes = 0
+        self.runs = ConfirmRuns(run, run_pair, self.on_progress)
 
     def __call__(self, confirmation: Confirmation, settings: RunSettings) -> Confirmation:
-        self.processes = confirmation.process_count
+        self.runs.processes = confirmation.process_count
         self._store(confirmation)
         while not confirmation.rounds_done:
             confirmation = self._round(confirmation, speed_settings(settings))
@@ -119,38 +116,10 @@ class Confirmer:
             self._store(confirmation)
         return self._counted(confirmation)
 
-    def _run(self, config: TrialConfig, settings: RunSettings, folder: Path) -> RunResult:
-        """One fresh process, counted."""
-        self.processes += 1
-        return self.run(config, settings, folder)
-
-    def _pairs(self, config: TrialConfig, baseline: TrialConfig) -> bool:
-        """Whether ``config`` is timed beside ``baseline`` in one process."""
-        return self.run_pair is not None and not config.process_differences(baseline)
-
-    def _run_beside(
-        self,
-        config: TrialConfig,
-        baseline: TrialConfig,
-        settings: RunSettings,
-        folder: Path,
-        number: int,
-    ) -> tuple[float, float]:
-        """One fresh process timing ``config`` beside ``baseline`` in round ``number``, counted:
-        their median samples/s. Which of the two is set up and timed first alternates by round
-        (``config`` in odd rounds), so an edge of going first favours neither."""
-        assert self.run_pair is not None
-        self.processes += 1
-        if number % 2:
-            result, base = self.run_pair(config, baseline, settings, folder)
-        else:
-            base, result = self.run_pair(baseline, config, settings, folder)
-        return _speed(result), _speed(base)
-
     def _counted(self, confirmation: Confirmation) -> Confirmation:
         if confirmation.processes is None and not confirmation.sequential:
             return confirmation  # format 1: counted from its measurements
-        return dataclasses.replace(confirmation, processes=self.processes)
+        return dataclasses.replace(confirmation, processes=self.runs.processes)
 
     # ------------------------------------------------------------- attribution, minimal recipe
     def _attribute(self, confirmation: Confirmation, settings: RunSettings) -> Confirmation:
@@ -216,39 +185,44 @@ class Confirmer:
         base: TrialConfig,
         settings: RunSettings,
     ) -> Attribution:
-        """One round: each unsettled reversion beside the winner in one process where the two
-        can share it, else alone against a winner process of the round's own. The round's winner
-        speed is that process's, or the median of the speeds timed beside the reversions."""
+        """One round: the unsettled reversions that can share a process with the winner timed
+        beside it in one process, the others alone against a winner process of the round's own.
+        The round's winner speed is that process's, or the median of those timed beside."""
         number = attribution.completed_rounds + 1
         where = f"attribution round {number}"
         folder = self.log_root / f"attribution_{number}_trial_{attribution.trial}"
         measuring = attribution.measuring()
-        beside = {s for s in measuring if self._pairs(reverted(winner, base, s), winner)}
+        configs = {s: reverted(winner, base, s) for s in measuring}
+        beside = [s for s in measuring if self.runs.pairs(configs[s], winner)]
         alone: float | None = None
-        if not measuring or not set(measuring) <= beside:
+        if len(beside) < len(measuring):
             alone = self._winner_alone(attribution, winner, settings, folder, where)
+        folders = {s: folder.with_name(folder.name + f"_{s}") for s in measuring}
+        timed = self.runs.beside(
+            [configs[s] for s in beside], winner, settings, [folders[s] for s in beside], number
+        )
+        outcomes: dict[str, Beside] = dict(zip(beside, timed, strict=True))
         speeds = dict(attribution.reverted_samples_per_second)
         winners: dict[str, tuple[float, ...]] = {}
         failed, paired = list(attribution.failed), list(attribution.paired)
         for setting in measuring:
-            config = reverted(winner, base, setting)
-            here = folder.with_name(folder.name + f"_{setting}")
             try:
-                if setting in beside:
-                    value, with_winner = self._run_beside(config, winner, settings, here, number)
+                if setting in outcomes:
+                    value, with_winner = _measured(outcomes[setting])
                 else:
                     assert alone is not None
-                    value, with_winner = _speed(self._run(config, settings, here)), alone
+                    value = self.runs.speed_alone(configs[setting], settings, folders[setting])
+                    with_winner = alone
             except TrialFailure as failure:  # a failed pair too: keeping the setting is safe
                 self.on_progress(f"{where}: without {setting}: failed ({failure.kind})")
                 failed.append(setting)
                 continue
-            text = f", the winner beside it {with_winner:,.0f}" if setting in beside else ""
+            text = f", the winner beside it {with_winner:,.0f}" if setting in outcomes else ""
             self.on_progress(f"{where}: without {setting}: {value:,.0f} samples/s{text}")
             runs = speeds.get(setting, ())
             own = attribution.winner_for(setting)[: len(runs)]  # stored before pairing: kept
             speeds[setting], winners[setting] = (*runs, value), (*own, with_winner)
-            if setting in beside and setting not in paired:
+            if setting in outcomes and setting not in paired:
                 paired.append(setting)
         if alone is None and winners:  # every reversion ran beside the winner
             alone = statistics.median(w[-1] for w in winners.values())
@@ -273,10 +247,10 @@ class Confirmer:
     ) -> float:
         """The winner alone in a fresh process (samples/s); StudyError when it fails."""
         try:
-            speed = _speed(self._run(winner, settings, folder))
+            speed = self.runs.speed_alone(winner, settings, folder)
         except TrialFailure as failure:
             raise StudyError(
-                f"trial {attribution.trial} failed in {where} ({_failure_text(failure)}); the "
+                f"trial {attribution.trial} failed in {where} ({failure_text(failure)}); the "
                 "rounds done are stored: run the same command again to resume"
             ) from failure
         self.on_progress(f"{where}: trial {attribution.trial} {speed:,.0f} samples/s")
@@ -290,17 +264,18 @@ class Confirmer:
         while minimal is not None and self._measuring_minimal(confirmation, minimal):
             number = len(confirmation.minimal_baseline_samples_per_second) + 1
             folder = self.log_root / f"minimal_{number}"
-            paired = self._pairs(minimal.config, base)
+            paired = self.runs.pairs(minimal.config, base)
             try:
                 if paired:
-                    value, baseline = self._run_beside(minimal.config, base, speed, folder, number)
+                    (outcome,) = self.runs.beside([minimal.config], base, speed, [folder], number)
+                    value, baseline = _measured(outcome)
                 else:
-                    value = _speed(self._run(minimal.config, speed, folder))
-                    baseline = _speed(
-                        self._run(base, speed, folder.with_name(f"{folder.name}_base"))
+                    value = self.runs.speed_alone(minimal.config, speed, folder)
+                    baseline = self.runs.speed_alone(
+                        base, speed, folder.with_name(f"{folder.name}_base")
                     )
             except TrialFailure as failure:
-                minimal = dataclasses.replace(minimal, failure=_failure_text(failure))
+                minimal = dataclasses.replace(minimal, failure=failure_text(failure))
                 confirmation = dataclasses.replace(confirmation, minimal=minimal)
                 self._store(confirmation)
                 break
@@ -346,30 +321,35 @@ class Confirmer:
         writer.write_confirmation(self.study, self._counted(confirmation))
 
     def _round(self, confirmation: Confirmation, settings: RunSettings) -> Confirmation:
-        """One round: every active candidate, beside the baseline in one process where it can
-        be, else alone; then the baseline in a process of its own when a candidate ran alone
-        (or none gave a baseline speed). Each candidate keeps the baseline speed it pairs with."""
+        """One round: the active candidates that can share a process with the baseline timed
+        beside it, all in one process (:meth:`ConfirmRuns.beside`), the others alone; then the
+        baseline in a process of its own when a candidate ran alone (or none gave a baseline
+        speed). Each candidate keeps the baseline speed measured beside it."""
         number = confirmation.completed_rounds + 1
         where = f"round {number}/{confirmation.rounds}"
         base = confirmation.baseline_config
         measured: dict[int, tuple[float, float | None]] = {}  # trial: (speed, baseline beside)
         failed: dict[int, str] = {}
-        active = confirmation.active()
-        for candidate in confirmation.candidates:
-            if candidate.trial not in active:
-                continue
-            folder = self.log_root / f"round_{number}_trial_{candidate.trial}"
+        active = [c for c in confirmation.candidates if c.trial in confirmation.active()]
+        folders = {c.trial: self.log_root / f"round_{number}_trial_{c.trial}" for c in active}
+        group = [c for c in active if self.runs.pairs(c.config, base)]
+        timed = self.runs.beside(
+            [c.config for c in group], base, settings, [folders[c.trial] for c in group], number
+        )
+        outcomes: dict[int, Beside] = {c.trial: t for c, t in zip(group, timed, strict=True)}
+        for candidate in active:
+            folder = folders[candidate.trial]
             try:
-                if self._pairs(candidate.config, base):
-                    pair = self._run_beside(candidate.config, base, settings, folder, number)
+                if candidate.trial in outcomes:
+                    pair = _measured(outcomes[candidate.trial])
                     measured[candidate.trial] = pair
                     text = f"{pair[0]:,.0f} samples/s, the baseline beside it {pair[1]:,.0f}"
                 else:
-                    speed = _speed(self._run(candidate.config, settings, folder))
+                    speed = self.runs.speed_alone(candidate.config, settings, folder)
                     measured[candidate.trial], text = (speed, None), f"{speed:,.0f} samples/s"
             except TrialFailure as failure:
                 self.on_progress(f"{where}: trial {candidate.trial} failed ({failure.kind})")
-                failed[candidate.trial] = _failure_text(failure)
+                failed[candidate.trial] = failure_text(failure)
                 continue
             self.on_progress(f"{where}: trial {candidate.trial} {text}")
         beside_speeds = [b for _, b in measured.values() if b is not None]
@@ -404,10 +384,10 @@ class Confirmer:
         """The baseline alone in a fresh process (samples/s); StudyError when it fails."""
         try:
             folder = self.log_root / f"round_{number}_baseline"
-            baseline = _speed(self._run(confirmation.baseline_config, settings, folder))
+            baseline = self.runs.speed_alone(confirmation.baseline_config, settings, folder)
         except TrialFailure as failure:
             raise StudyError(
-                f"the baseline's confirmation run failed in {where} ({_failure_text(failure)}); "
+                f"the baseline's confirmation run failed in {where} ({failure_text(failure)}); "
                 "the rounds done are stored: run the same command again to resume"
             ) from failure
         self.on_progress(f"{where}: baseline {baseline:,.0f} samples/s")
@@ -435,11 +415,11 @@ class Confirmer:
         try:
             if floor is None or not reference:
                 raise TrialFailure("exception", f"the baseline has no curve for seed {seed}")
-            result = self._run(candidate.config, curve_settings(settings, seed), folder)
+            result = self.runs.alone(candidate.config, curve_settings(settings, seed), folder)
             value = _fidelity(result, reference, floor)
         except TrialFailure as failure:
             self.on_progress(f"{what}: failed ({failure.kind})")
-            return dataclasses.replace(candidate, failure=_failure_text(failure))
+            return dataclasses.replace(candidate, failure=failure_text(failure))
         self.on_progress(f"{what}: fidelity {value:.2f}")
         return dataclasses.replace(candidate, fidelity={**candidate.fidelity, seed: value})
 
@@ -448,20 +428,17 @@ def _find(confirmation: Confirmation, trial: int) -> Candidate:
     return next(c for c in confirmation.candidates if c.trial == trial)
 
 
-def _speed(result: RunResult) -> float:
-    if result.throughput is None:
-        raise TrialFailure("exception", "the run measured no throughput")
-    return result.throughput.median
+def _measured(outcome: Beside) -> tuple[float, float]:
+    """A side-by-side outcome's (samples/s, the reference's beside it); its failure raised."""
+    if isinstance(outcome, TrialFailure):
+        raise outcome
+    return outcome
 
 
 def _fidelity(result: RunResult, reference: Sequence[CurvePoint], floor: NoiseFloor) -> float:
     if not result.curve:
         raise TrialFailure("exception", "the run trained no curve")
     return fidelity_distance(_points(result.curve), _points(reference), floor)
-
-
-def _failure_text(failure: TrialFailure) -> str:
-    return f"{failure.kind}: {failure.message}"
 
 
 __all__ = [

@@ -3,7 +3,7 @@ trial process (:mod:`autotune.trial.isolation`). No TensorFlow here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from autotune.config import RunSettings, TrialConfig
@@ -11,11 +11,10 @@ from autotune.store.result import RunResult
 
 #: Runs one trial: (experiment reference, config, settings, log folder) -> RunResult.
 TrialRunner = Callable[[str, TrialConfig, RunSettings, Path | None], RunResult]
-#: Times a candidate beside the baseline in one process, throughput only: (experiment reference,
-#: candidate, baseline, settings, log folder) -> (candidate's result, baseline's).
-PairRunner = Callable[
-    [str, TrialConfig, TrialConfig, RunSettings, Path | None], tuple[RunResult, RunResult]
-]
+#: Times configurations side by side in one process, throughput only: (experiment reference,
+#: configurations in the order they are set up and timed, settings, log folder) -> their
+#: results in that order. A confirmation times a round's candidates beside the baseline with it.
+PairRunner = Callable[[str, Sequence[TrialConfig], RunSettings, Path | None], Sequence[RunResult]]
 
 
 def isolated_runner(
@@ -29,19 +28,18 @@ def isolated_runner(
 
 def isolated_pair_runner(
     reference: str,
-    candidate: TrialConfig,
-    baseline: TrialConfig,
+    configs: Sequence[TrialConfig],
     settings: RunSettings,
     log_dir: Path | None,
-) -> tuple[RunResult, RunResult]:
-    """The real pair runner: one fresh process timing ``candidate`` and ``baseline`` in
-    alternating windows, as many pairs as ``settings`` has windows (at least 2), under twice
-    the settings' time limit (it sets up, warms up and times two models)."""
-    from autotune.trial.isolation import run_isolated_pair
+) -> tuple[RunResult, ...]:
+    """The real pair runner: one fresh process timing ``configs`` in windows taken in turn, as
+    many rounds as ``settings`` has windows (at least 2), under the settings' time limit once
+    per configuration (it sets up, warms up and times each)."""
+    from autotune.trial.isolation import run_isolated_side_by_side
 
     pairs = max(2, settings.windows)
-    limit = settings.replace(time_limit_seconds=2 * settings.time_limit_seconds)
-    return run_isolated_pair(reference, candidate, baseline, limit, pairs=pairs, log_dir=log_dir)
+    limit = settings.replace(time_limit_seconds=len(configs) * settings.time_limit_seconds)
+    return run_isolated_side_by_side(reference, configs, limit, pairs=pairs, log_dir=log_dir)
 
 
 __all__ = ["PairRunner", "TrialRunner", "isolated_pair_runner", "isolated_runner"]

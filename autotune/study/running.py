@@ -76,7 +76,7 @@ def run(
         confirm_top: candidates to confirm (0: recommend unconfirmed; ``on_confirmation`` is
             then not called).
         confirm_rounds: interleaved head-to-head rounds at most (>= 2), in fresh processes.
-        confirm_paired: time each candidate beside the baseline in one process per round where
+        confirm_paired: time a round's candidates beside the baseline in one process where
             they share a backend and thread pools (False: each in a process of its own).
         max_memory_mib: largest peak memory (MiB) a confirmed or recommended configuration may
             use (None: no limit).

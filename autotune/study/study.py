@@ -104,8 +104,9 @@ class Study:
             (see :mod:`autotune.study.search`). A stored study keeps the start it was made with.
         sampler: an Optuna sampler to use instead of autotune's TPE (``seed`` is then unused).
         runner: runs one trial; the default runs it in a fresh process.
-        pair_runner: times a confirmation candidate beside the baseline in one process; the
-            default does so with the default runner, none with another (fresh processes then).
+        pair_runner: times configurations side by side in one process (a confirmation round's
+            candidates and the baseline); the default does so with the default runner, none
+            with another (fresh processes then).
         log_root: folder for per-trial logs and profiles; defaults to
             ``autotune_logs/<study key>`` beside a database file, else in the current folder
             (:func:`autotune.store.log_folders.study_key`). ``tensorboard --logdir`` on it shows
@@ -444,10 +445,10 @@ class Study:
     ) -> Confirmation | None:
         """Re-measures the ``top`` fastest feasible Pareto trials (faster than the baseline;
         with ``max_memory_mib``, within that peak memory, MiB) head to head with the baseline,
-        ``rounds`` interleaved rounds of fresh processes (with ``paired`` and a pair runner, a
-        candidate beside the baseline in one where they can share it), and trains each one's
-        curve with ``extra_seeds`` (:mod:`autotune.analysis.head_to_head`). Stored as it goes: one
-        done for the same candidates is returned, one cut short resumes; ``top`` 0: None."""
+        ``rounds`` interleaved rounds of fresh processes (with ``paired``, a round's candidates
+        beside the baseline in one where they can share it), and trains each one's curve with
+        ``extra_seeds`` (:mod:`autotune.analysis.head_to_head`). Stored as it goes: one done for
+        the same candidates is returned, one cut short resumes; ``top`` 0: None."""
         limit = check_memory_limit(max_memory_mib)
         seeds = confirming.check_plan(top, rounds, extra_seeds)
         if top == 0:

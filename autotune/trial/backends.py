@@ -112,10 +112,23 @@ def devices() -> list[str]:
     return [d.name for d in tf.config.list_logical_devices()]
 
 
+def library_facts() -> dict[str, Any]:
+    """What a result records of the libraries it ran on: CUDA and cuDNN versions of the
+    TensorFlow build, the devices and Keras' backend."""
+    build = tf.sysconfig.get_build_info()
+    return {
+        "cuda": str(build.get("cuda_version", "")),
+        "cudnn": str(build.get("cudnn_version", "")),
+        "devices": devices(),
+        "keras_backend": loaded_backend(),
+    }
+
+
 __all__ = [
     "check_backend",
     "devices",
     "is_jax",
+    "library_facts",
     "loaded_backend",
     "peak_device_bytes",
     "start_profiler",

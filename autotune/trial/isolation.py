@@ -33,7 +33,7 @@ import sysconfig
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -277,20 +277,39 @@ def run_isolated_pair(
     log_dir: Path | str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> tuple[RunResult, RunResult]:
-    """Times ``candidate`` and ``baseline`` side by side in one fresh process, ``pairs`` pairs
-    of alternating windows (:func:`autotune.trial.runner.run_paired`), throughput only; returns
-    (candidate's result, baseline's). The process runs on the candidate's backend and thread
-    pools, which the baseline must share (ConfigError otherwise). Logs, limits and failures as
+    """Times ``candidate`` and ``baseline`` side by side in one fresh process
+    (:func:`run_isolated_side_by_side`); returns (candidate's result, baseline's)."""
+    first, second = run_isolated_side_by_side(
+        experiment, (candidate, baseline), settings, pairs=pairs, log_dir=log_dir, env=env
+    )
+    return first, second
+
+
+def run_isolated_side_by_side(
+    experiment: Experiment | str,
+    configs: Sequence[TrialConfig],
+    settings: RunSettings,
+    *,
+    pairs: int,
+    log_dir: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[RunResult, ...]:
+    """Times ``configs`` (two or more) side by side in one fresh process, ``pairs`` rounds of
+    windows in turn (:func:`autotune.trial.runner.run_side_by_side`), throughput only; their
+    results in the same order. The process runs on the first's backend and thread pools, which
+    the others must share (ConfigError otherwise). Logs, limits and failures as
     :func:`run_isolated` (without a process started ahead)."""
+    first, *others = configs
     request: dict[str, Any] = {
         "experiment": reference_of(experiment),
-        "config": candidate.to_dict(),
+        "config": first.to_dict(),
         "settings": settings.to_dict(),
-        "paired_with": baseline.to_dict(),
+        "beside": [c.to_dict() for c in others],
         "pairs": pairs,
     }
-    outcome = _run_request(request, candidate, settings, log_dir, env, None, False)
-    return RunResult.from_dict(outcome["result"]), RunResult.from_dict(outcome["paired"])
+    outcome = _run_request(request, first, settings, log_dir, env, None, False)
+    beside = [RunResult.from_dict(r) for r in outcome["beside"]]
+    return (RunResult.from_dict(outcome["result"]), *beside)
 
 
 def _run_request(

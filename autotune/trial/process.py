@@ -6,9 +6,9 @@ its stdin and goes on as the first form does (an empty stdin: it was not needed,
 Reads the request (experiment reference, config, settings) from REQUEST, runs the trial and writes
 a JSON outcome to RESULT atomically: ``{"status": "ok", "result": ...}``, ``{"status": "failed",
 "kind": ..., "message": ...}`` or ``{"status": "config_error", "message": ...}``. A request with
-``"paired_with"`` (a second config) and ``"pairs"`` times both side by side instead
-(:func:`autotune.trial.runner.run_paired`), its outcome ``{"status": "ok", "result": ...,
-"paired": ...}``. Its stdout and
+``"beside"`` (more configs) and ``"pairs"`` times them all side by side instead
+(:func:`autotune.trial.runner.run_side_by_side`), its outcome ``{"status": "ok", "result": ...,
+"beside": [...]}``. Its stdout and
 stderr are the trial's log, kept by the parent. It and every process it starts die with its parent:
 it is a child subreaper (Linux), so a process it started that leaves the process group with
 ``setsid`` and is orphaned stays among its descendants, and it kills them before its group.
@@ -142,12 +142,18 @@ def run(request_path: Path, result_path: Path) -> int:
         check_backend(config)
 
         try:
-            if request.get("paired_with") is not None:  # two configurations, one process
-                from autotune.trial.runner import run_paired
+            if request.get("beside") is not None:  # configurations side by side, one process
+                from autotune.trial.runner import run_side_by_side
 
-                other = TrialConfig.from_dict(request["paired_with"], "paired_with")
-                result, paired = run_paired(experiment, config, other, settings, request["pairs"])
-                outcome = {"status": "ok", "result": result.to_dict(), "paired": paired.to_dict()}
+                others = [TrialConfig.from_dict(c, "beside") for c in request["beside"]]
+                result, *beside = run_side_by_side(
+                    experiment, (config, *others), settings, request["pairs"]
+                )
+                outcome = {
+                    "status": "ok",
+                    "result": result.to_dict(),
+                    "beside": [r.to_dict() for r in beside],
+                }
                 _write(result_path, outcome)
                 return 0
             untimed = (lambda: Path(marker).touch()) if marker else None

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import resource
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,16 +129,6 @@ def _restore(variables: list[Any], values: list[Any]) -> None:
         variable.assign(value)
 
 
-def _library_facts() -> dict[str, Any]:
-    build = tf.sysconfig.get_build_info()
-    return {
-        "cuda": str(build.get("cuda_version", "")),
-        "cudnn": str(build.get("cudnn_version", "")),
-        "devices": backends.devices(),
-        "keras_backend": backends.loaded_backend(),
-    }
-
-
 def _set_up(experiment: Experiment, config: TrialConfig, settings: RunSettings) -> _Setup:
     """Sets the dtype policy (before the model is built) and the seed, builds the data and the
     compiled model, and snapshots the model's and optimizer's initial state."""
@@ -228,36 +218,39 @@ def run_trial(
     return _result(config, setup, speed, curve, phases)
 
 
-def run_paired(
+def run_side_by_side(
     experiment: Experiment,
-    candidate: TrialConfig,
-    baseline: TrialConfig,
+    configs: Sequence[TrialConfig],
     settings: RunSettings,
     pairs: int,
-) -> tuple[RunResult, RunResult]:
-    """Times ``candidate`` and ``baseline`` side by side in this process, throughput only.
+) -> tuple[RunResult, ...]:
+    """Times ``configs`` (two or more) side by side in this process, throughput only; their
+    results in the same order.
 
     Each is set up (its dtype policy set before its model is built), compiled and warmed up
-    once, the candidate first; then ``pairs`` pairs of timed windows alternate in ABBA order
-    (candidate then baseline, baseline then candidate, ...), so a machine that speeds up or
-    slows down moves both alike, and window i of the two results' ``window_samples_per_second``
-    were timed next to each other (samples/s); a window after the other model's has an untimed
-    lead-in (:data:`LEAD_IN_WINDOWS`), so it times neither the other's pipeline refilling nor
-    its own prefetched batches. No curve, profile, ablation or early stop. The two must share
-    what a process fixes: ConfigError naming the settings that differ otherwise.
+    once, in order; then ``pairs`` rounds of timed windows, one window each, in order and in
+    reverse by turns (A B C, C B A, ...; ABBA for two), so a machine that speeds up or slows
+    down moves all alike, no one holds a place, and window i of the results'
+    ``window_samples_per_second`` were timed next to each other (samples/s); a window after
+    another model's has an untimed lead-in (:data:`LEAD_IN_WINDOWS`), so it times neither the
+    other's pipeline refilling nor its own prefetched batches. No curve, profile, ablation or
+    early stop. All must share what a process fixes: ConfigError naming the settings that
+    differ otherwise.
     """
-    differences = candidate.process_differences(baseline)
-    if differences:
-        raise ConfigError(
-            f"{candidate.describe()} and {baseline.describe()} cannot be timed in one process: "
-            f"it fixes {'; '.join(differences)}"
-        )
+    if len(configs) < 2:
+        raise ConfigError(f"side by side needs two configurations at least. Received: {configs}")
+    for other in configs[1:]:
+        differences = configs[0].process_differences(other)
+        if differences:
+            raise ConfigError(
+                f"{configs[0].describe()} and {other.describe()} cannot be timed in one "
+                f"process: it fixes {'; '.join(differences)}"
+            )
     if pairs < 2:
         raise ConfigError(f"paired windows need at least 2 pairs. Received: {pairs}")
     settings = settings.replace(stop_below_samples_per_second=None, curve=False)
-    configs = (candidate, baseline)
     trial = Stopwatch()
-    phases: tuple[dict[str, float], dict[str, float]] = ({}, {})
+    phases: list[dict[str, float]] = [{} for _ in configs]
     setups, trainers, speeds = [], [], []
     for config, phase in zip(configs, phases, strict=True):
         with _timed(phase, "setup"):
@@ -270,8 +263,9 @@ def run_paired(
         trainers.append(trainer)
         speeds.append(_Speed(warmup=warmup, windows=_Windows(steps=steps)))
     clock, lead_in, previous = Stopwatch(), 0.0, -1
+    order = list(range(len(configs)))
     for index in range(pairs):
-        for k in (0, 1) if index % 2 == 0 else (1, 0):
+        for k in order if index % 2 == 0 else order[::-1]:
             windows = speeds[k].windows
             if k != previous:  # the other's pipeline refills, this one's buffer drains: untimed
                 lead_clock = Stopwatch()
@@ -286,7 +280,7 @@ def run_paired(
                     windows.step_seconds,
                 )
             )
-            trainers[k].sync()  # a JAX trainer's state back into its model, for the other
+            trainers[k].sync()  # a JAX trainer's state back into its model, for the others
     results = []
     for k, config in enumerate(configs):
         speeds[k].windows.throughput = summarize(speeds[k].windows.samples_per_second)
@@ -295,7 +289,7 @@ def run_paired(
         phases[k]["paired lead-in"] = lead_in
         phases[k]["total"] = trial.seconds()
         results.append(_result(config, setups[k], speeds[k], _Curve(), phases[k]))
-    return results[0], results[1]
+    return tuple(results)
 
 
 def _warm_up(trainer: Trainer, config: TrialConfig, settings: RunSettings) -> WarmUp:
@@ -423,7 +417,7 @@ def _result(
         peak_host_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         peak_device_bytes=backends.peak_device_bytes(),
         phase_seconds=phases,
-        hardware={**hardware.hardware(), **_library_facts()},
+        hardware={**hardware.hardware(), **backends.library_facts()},
         versions=hardware.versions(),
     )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -46,8 +47,9 @@ class Runners:
         self.beside = beside or {}
         self.winner_beside = winner_beside or {}
         self.alone: list[TrialConfig] = []
-        self.pairs: list[tuple[TrialConfig, TrialConfig]] = []
+        self.pairs: list[tuple[TrialConfig, ...]] = []
         self.fail_pairs_of: set[TrialConfig] = set()
+        self.fail_groups = False  # a process of more than two models fails (out of memory)
 
     def run(
         self, reference: str, config: TrialConfig, settings: RunSettings, log_dir: Path | None
@@ -59,22 +61,26 @@ class Runners:
     def pair(
         self,
         reference: str,
-        first: TrialConfig,
-        second: TrialConfig,
+        configs: Sequence[TrialConfig],
         settings: RunSettings,
         log_dir: Path | None,
-    ) -> tuple[RunResult, RunResult]:
-        """(first's result, second's): one of them is the reference (the baseline, else the
-        winner), set up first or second."""
-        self.pairs.append((first, second))
-        own = BASE if BASE in (first, second) else WINNER
-        other = second if first == own else first
-        if other in self.fail_pairs_of:
+    ) -> list[RunResult]:
+        """Their results in order: one of them is the reference (the baseline, else the
+        winner), set up first or last; the process fails when any other is in
+        ``fail_pairs_of``."""
+        self.pairs.append(tuple(configs))
+        own = BASE if BASE in configs else WINNER
+        others = [c for c in configs if c != own]
+        if set(others) & self.fail_pairs_of:
             raise TrialFailure("exception", "the fake pair failed")
-        factor = (self.beside if own == BASE else self.winner_beside).get(other, 1)
-        base = _scaled(fake_runner(reference, own, settings, log_dir), factor)
-        mine = fake_runner(reference, other, settings, log_dir)
-        return (base, mine) if first == own else (mine, base)
+        if self.fail_groups and len(configs) > 2:
+            raise TrialFailure("oom", "the fake group ran out of memory")
+        scales = self.beside if own == BASE else self.winner_beside
+        factor = statistics.median(scales.get(c, 1) for c in others)  # one process for all
+        return [
+            _scaled(fake_runner(reference, c, settings, log_dir), factor if c == own else 1)
+            for c in configs
+        ]
 
     def throughput_runs(self) -> int:
         return len(self.alone) + len(self.pairs)
@@ -111,9 +117,9 @@ def test_a_paired_round_is_one_process_per_candidate_and_no_baseline_process(
 
     rounds = confirmation.completed_rounds
     assert rounds == 5  # a clear winner: the first look
-    # one process per candidate and round; which goes first alternates by round
-    odd, even = [(WINNER, BASE), (RUNNER_UP, BASE)], [(BASE, WINNER), (BASE, RUNNER_UP)]
-    assert fakes.pairs[: 2 * rounds] == (odd + even) * 2 + odd
+    # one process per round for both candidates and the baseline; who goes first alternates
+    odd, even = (WINNER, RUNNER_UP, BASE), (BASE, RUNNER_UP, WINNER)
+    assert fakes.pairs[:rounds] == [odd, even, odd, even, odd]
     assert BASE not in fakes.alone  # no round ran the baseline alone
     for candidate in confirmation.candidates:
         assert candidate.paired_rounds == len(candidate.samples_per_second) == rounds
@@ -130,11 +136,17 @@ def test_a_paired_round_is_one_process_per_candidate_and_no_baseline_process(
 def test_each_candidates_ratio_uses_the_baseline_measured_beside_it(
     demo_folder: Path, tmp_path: Path
 ) -> None:
-    # The baseline beside trial 2 runs half as fast as beside trial 3 (a process that slows
-    # both): trial 2's ratio must use that, not the other process's baseline.
+    # The round's process of both candidates fails, so each is timed again beside the
+    # baseline in a process of its own; the baseline beside trial 2 runs half as fast as beside
+    # trial 3 (a process that slows both): trial 2's ratio must use that, not the other's.
     fakes = Runners(beside={RUNNER_UP: 0.5})
+    fakes.fail_groups = True
 
     confirmation = _confirm(demo_folder, tmp_path, fakes)
+
+    first_round = [(WINNER, RUNNER_UP, BASE), (WINNER, BASE), (RUNNER_UP, BASE)]
+    assert fakes.pairs[:3] == first_round  # the group, then each candidate on its own
+    assert all(c.failure is None for c in confirmation.candidates)
 
     runner_up = _by_trial(confirmation)[2]
     winner = _by_trial(confirmation)[3]
@@ -205,6 +217,25 @@ def test_a_round_whose_pairs_all_fail_still_measures_the_baseline(
     assert fakes.alone == [BASE]  # its baseline ran alone: the round has a baseline speed
     assert all(c.failure is not None for c in confirmation.candidates)
     assert confirmation.recommended(1.5) is None
+
+
+def test_one_candidate_failing_in_the_rounds_process_never_drops_the_other(
+    demo_folder: Path, tmp_path: Path
+) -> None:
+    fakes = Runners()
+    fakes.fail_pairs_of = {WINNER}  # any process with trial 3's configuration fails
+
+    study = _study(demo_folder, tmp_path, fakes)
+    confirmation = study.confirm(top=3, rounds=6)
+
+    assert confirmation is not None
+    # round 1: the process of both fails, each is timed again beside the baseline on its own
+    assert fakes.pairs[:3] == [(WINNER, RUNNER_UP, BASE), (WINNER, BASE), (RUNNER_UP, BASE)]
+    winner, runner_up = _by_trial(confirmation)[3], _by_trial(confirmation)[2]
+    assert winner.failure is not None and "the fake pair failed" in winner.failure
+    assert runner_up.failure is None
+    assert runner_up.paired_rounds == len(runner_up.samples_per_second) > 1
+    assert fakes.pairs[3] == (BASE, RUNNER_UP)  # round 2: trial 2 alone beside the baseline
 
 
 def test_a_format_2_confirmation_resumes_paired_with_its_rounds_kept() -> None:
@@ -309,17 +340,19 @@ def test_the_pair_runner_times_as_many_window_pairs_as_the_settings_have_windows
 
     seen: dict[str, object] = {}
 
-    def fake_pair(reference, candidate, baseline, settings, *, pairs, log_dir):  # type: ignore[no-untyped-def]
+    def fake_side_by_side(reference, configs, settings, *, pairs, log_dir):  # type: ignore[no-untyped-def]
         seen.update(pairs=pairs, log_dir=log_dir, limit=settings.time_limit_seconds)
-        return "mine", "base"
+        return tuple(f"result of {c.batch_size}" for c in configs)
 
-    monkeypatch.setattr(isolation, "run_isolated_pair", fake_pair)
+    monkeypatch.setattr(isolation, "run_isolated_side_by_side", fake_side_by_side)
     settings = RunSettings(windows=5, time_limit_seconds=90)
-    result = runners.isolated_pair_runner("digits_cnn", WINNER, BASE, settings, Path("/tmp/logs"))
-    assert result == ("mine", "base")
+    pair = runners.isolated_pair_runner("digits_cnn", [WINNER, BASE], settings, Path("/tmp/logs"))
+    assert pair == ("result of 64", "result of 32")
     # two models set up, warmed up and timed: twice a run's time limit
     assert seen == {"pairs": 5, "log_dir": Path("/tmp/logs"), "limit": 180}
-    runners.isolated_pair_runner("digits_cnn", WINNER, BASE, RunSettings(windows=1), None)
+    three = runners.isolated_pair_runner("digits_cnn", [WINNER, RUNNER_UP, BASE], settings, None)
+    assert len(three) == 3 and seen["limit"] == 270  # three models: three times
+    runners.isolated_pair_runner("digits_cnn", [WINNER, BASE], RunSettings(windows=1), None)
     assert seen["pairs"] == 2  # a pair runner needs two pairs at least
 
 
@@ -373,13 +406,10 @@ def test_attribution_times_each_reversion_beside_the_winner_and_no_winner_alone(
     assert WINNER not in fakes.alone  # no round ran the winner alone
     beside_winner = [p for p in fakes.pairs if BASE not in p]
     assert beside_winner and all(WINNER in p for p in beside_winner)
-    # round 1 sets up the reversion first, round 2 the winner first
-    assert beside_winner[:3] == [
-        (WITHOUT_BATCH, WINNER),
-        (dataclasses.replace(WINNER, precision="float32"), WINNER),
-        (WITHOUT_XLA, WINNER),
-    ]
-    assert beside_winner[3][1] == WITHOUT_BATCH
+    # one process per round: round 1 sets up the reversions first, round 2 the winner first
+    without_precision = dataclasses.replace(WINNER, precision="float32")
+    assert beside_winner[0] == (WITHOUT_BATCH, without_precision, WITHOUT_XLA, WINNER)
+    assert beside_winner[1][0] == WINNER and beside_winner[1][-1] == WITHOUT_BATCH
     for setting in attribution.paired:
         runs = attribution.reverted_samples_per_second[setting]
         assert len(attribution.winner_for(setting)) == len(runs)
@@ -393,9 +423,12 @@ def test_attribution_times_each_reversion_beside_the_winner_and_no_winner_alone(
 def test_a_reversion_is_compared_with_the_winner_timed_beside_it(
     demo_folder: Path, tmp_path: Path
 ) -> None:
-    # The winner beside the batch-size reversion runs at a quarter of its speed (a process
-    # slower for both): that reversion's ratio must use it, not the round's winner speed.
+    # Every process of more than two models fails, so each reversion is timed beside the
+    # winner in a process of its own; the winner beside the batch-size reversion runs at a
+    # quarter of its speed (a process slower for both): that reversion's ratio must use it,
+    # not the round's winner speed.
     fakes = Runners(winner_beside={WITHOUT_BATCH: 0.25})
+    fakes.fail_groups = True
 
     confirmation = _confirm(demo_folder, tmp_path, fakes)
 
