@@ -152,9 +152,7 @@ class Confirmer:
         if minimal_config in (best.config, base):  # nothing to drop, or no one setting matters
             return confirmation
         if confirmation.minimal is None:
-            fidelity = dict(best.fidelity) if same_curve(minimal_config, best.config) else {}
-            minimal = Candidate(trial=best.trial, config=minimal_config, fidelity=fidelity)
-            confirmation = dataclasses.replace(confirmation, minimal=minimal)
+            confirmation = _begin_minimal(confirmation, best, minimal_config)
             self._store(confirmation)
         return self._confirm_minimal(confirmation, settings)
 
@@ -422,6 +420,29 @@ class Confirmer:
             return dataclasses.replace(candidate, failure=failure_text(failure))
         self.on_progress(f"{what}: fidelity {value:.2f}")
         return dataclasses.replace(candidate, fidelity={**candidate.fidelity, seed: value})
+
+
+def _begin_minimal(
+    confirmation: Confirmation, best: Candidate, config: TrialConfig
+) -> Confirmation:
+    """``confirmation`` with the minimal recipe ``config`` of the winner ``best`` to confirm.
+    A candidate of that configuration measured in the rounds lends it its rounds, the baseline
+    beside them and its curves: they are the measurement a minimal round makes (head to head
+    with the baseline, round by round), so more are run only where its verdict is still open.
+    Otherwise it starts with the winner's curves where it trains the same curve."""
+    known = next(
+        (c for c in confirmation.candidates if c.config == config and c.failure is None), None
+    )
+    if known is None:
+        fidelity = dict(best.fidelity) if same_curve(config, best.config) else {}
+        minimal = Candidate(trial=best.trial, config=config, fidelity=fidelity)
+        return dataclasses.replace(confirmation, minimal=minimal)
+    rounds = len(known.samples_per_second)
+    return dataclasses.replace(
+        confirmation,
+        minimal=dataclasses.replace(known, trial=best.trial, baseline_samples_per_second=()),
+        minimal_baseline_samples_per_second=tuple(confirmation.baseline_for(known)[:rounds]),
+    )
 
 
 def _find(confirmation: Confirmation, trial: int) -> Candidate:

@@ -494,3 +494,32 @@ def test_an_attribution_stored_before_pairing_reads_and_round_trips() -> None:
         paired=("batch_size",),
     )
     assert Attribution.from_dict(paired.to_dict()) == paired
+
+
+def test_a_minimal_recipe_that_is_a_candidate_reuses_its_rounds(
+    demo_folder: Path, tmp_path: Path
+) -> None:
+    # Each reversion in a process of its own; beside the batch-size reversion the winner runs
+    # at half its speed, so that reversion is even with it (3x against 6x / 2): batch_size is
+    # within noise and the minimal recipe is trial 2's configuration, already measured head to
+    # head with the baseline in the same rounds. Nothing is measured again for it.
+    fakes = Runners(winner_beside={WITHOUT_BATCH: 0.5})
+    fakes.fail_groups = True
+
+    confirmation = _confirm(demo_folder, tmp_path, fakes)
+
+    runner_up = _by_trial(confirmation)[2]
+    minimal = confirmation.minimal
+    assert minimal is not None and minimal.config == RUNNER_UP
+    assert minimal.trial == 3  # the winner's recipe, minimal
+    assert minimal.samples_per_second == runner_up.samples_per_second
+    assert confirmation.minimal_baseline_samples_per_second == tuple(
+        confirmation.baseline_for(runner_up)[: len(runner_up.samples_per_second)]
+    )
+    assert minimal.fidelity[0] == runner_up.fidelity[0]  # its curve, then its seeds'
+    assert set(minimal.fidelity) == {0, 1, 2}
+    with_base = [p for p in fakes.pairs if set(p) == {RUNNER_UP, BASE}]
+    assert len(with_base) == len(runner_up.samples_per_second)  # no minimal rounds of its own
+    best = confirmation.recommended(1.5)
+    assert best is not None and best.candidate is minimal
+    assert "minimal recipe" in confirmation.summary(1.5)
