@@ -16,12 +16,13 @@ the baseline like any candidate before it is recommended (see
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from autotune import settings
 from autotune.analysis import sequential
+from autotune.analysis.candidate import Candidate
 from autotune.config import TrialConfig
 from autotune.measure import Estimate, summarize
 
@@ -85,6 +86,9 @@ class Attribution:
             a setting absent (stored before pairing) pairs with
             :attr:`winner_samples_per_second`.
         paired: the settings whose reversion was timed beside the winner in one process.
+        known: the settings whose reversion is a confirmation candidate: its rounds and the
+            winner's, measured in the same confirmation rounds, are taken as they are
+            (:func:`with_known_reversions`), never measured again.
     """
 
     trial: int
@@ -96,6 +100,7 @@ class Attribution:
     drifts: Mapping[str, int] = field(default_factory=dict)
     winner_beside: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     paired: tuple[str, ...] = ()
+    known: tuple[str, ...] = ()
 
     @property
     def completed_rounds(self) -> int:
@@ -180,6 +185,7 @@ class Attribution:
             "drifts": dict(self.drifts),
             "winner_beside": {k: list(v) for k, v in self.winner_beside.items()},
             "paired": list(self.paired),
+            "known": list(self.known),
         }
 
     @classmethod
@@ -200,6 +206,7 @@ class Attribution:
                 for k, v in (data.get("winner_beside") or {}).items()
             },
             paired=tuple(str(s) for s in data.get("paired", [])),
+            known=tuple(str(s) for s in data.get("known", [])),
         )
 
     def rows(self) -> list[dict[str, Any]]:
@@ -215,6 +222,39 @@ class Attribution:
         ]
 
 
+def with_known_reversions(
+    attribution: Attribution,
+    winner: Candidate,
+    candidates: Sequence[Candidate],
+    baseline: TrialConfig,
+) -> Attribution:
+    """``attribution`` (sequential, nothing measured yet) with each reversion that is one of
+    the confirmation's ``candidates`` taken from its rounds: the candidate's samples/s and the
+    winner's in the rounds both ran (the first ones: a candidate only ever drops out), the same
+    rounds, interleaved with the same baseline, in one process where both shared the round's.
+    What the rounds left open stays open, so the setting is kept (:meth:`Attribution.carries`).
+    """
+    if attribution.rounds is None or attribution.completed_rounds:
+        return attribution
+    speeds, winners, known = {}, {}, []
+    for setting in attribution.settings:
+        config = reverted(winner.config, baseline, setting)
+        match = next((c for c in candidates if c.config == config and c.failure is None), None)
+        if setting in attribution.drifts or match is None:
+            continue
+        n = min(len(match.samples_per_second), len(winner.samples_per_second))
+        if n:
+            speeds[setting] = tuple(match.samples_per_second[:n])
+            winners[setting] = tuple(winner.samples_per_second[:n])
+            known.append(setting)
+    return dataclasses.replace(
+        attribution,
+        reverted_samples_per_second=speeds,
+        winner_beside=winners,
+        known=tuple(known),
+    )
+
+
 __all__ = [
     "CURVE_NEUTRAL",
     "SETTINGS",
@@ -222,4 +262,5 @@ __all__ = [
     "changed_settings",
     "reverted",
     "same_curve",
+    "with_known_reversions",
 ]

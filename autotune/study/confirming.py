@@ -30,6 +30,7 @@ from autotune.analysis.attribution import (
     changed_settings,
     reverted,
     same_curve,
+    with_known_reversions,
 )
 from autotune.analysis.head_to_head import Candidate, Confirmation
 from autotune.config import RunSettings, TrialConfig
@@ -138,7 +139,10 @@ class Confirmer:
         if attribution is None or attribution.trial != best.trial:
             rounds = confirmation.rounds if confirmation.sequential else None
             drifts = self._drifting_reversions(best.config, base, changed)
-            attribution = Attribution(best.trial, changed, rounds=rounds, drifts=drifts)
+            attribution = with_known_reversions(
+                Attribution(best.trial, changed, rounds=rounds, drifts=drifts),
+                best, confirmation.candidates, base,
+            )  # fmt: skip
             confirmation = dataclasses.replace(
                 confirmation, attribution=attribution, minimal=None,
                 minimal_baseline_samples_per_second=(),

@@ -447,7 +447,11 @@ def attribution_table(confirmation: Confirmation) -> Table | None:
     attribution = confirmation.attribution
     if attribution is None:
         return None
-    measured = [s for s in attribution.settings if attribution.reverted_samples_per_second.get(s)]
+    measured = [
+        s
+        for s in attribution.settings
+        if attribution.reverted_samples_per_second.get(s) and s not in attribution.known
+    ]
     paired = [s for s in measured if s in attribution.paired]
     beside = (
         ""
@@ -456,11 +460,14 @@ def attribution_table(confirmation: Confirmation) -> Table | None:
         if len(paired) == len(measured)
         else f", {', '.join(paired)} beside the winner in one process"
     )
-    table = Table(
-        title=f"Where trial {attribution.trial}'s speed-up comes from "
-        f"({attribution.completed_rounds} rounds, each setting reverted alone until settled"
-        f"{beside})"
+    rounds = (
+        f"{attribution.completed_rounds} rounds, each setting reverted alone until settled{beside}"
+        if attribution.completed_rounds
+        else "no rounds of its own"
     )
+    if attribution.known:
+        rounds += f"; {', '.join(attribution.known)} from the confirmation's rounds"
+    table = Table(title=f"Where trial {attribution.trial}'s speed-up comes from ({rounds})")
     for name in ("setting", "speed with it reverted (CI)", "verdict"):
         table.add_column(name, overflow="fold")
     for setting in attribution.settings:

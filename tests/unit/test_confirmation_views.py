@@ -61,16 +61,18 @@ def test_status_shows_the_confirmation_table_and_the_answer(confirmed: DemoStudy
 
     joined = " ".join(output.split())
     # 5 rounds of 2 candidates and the baseline, trial 3's two extra curves (trial 2 is slower:
-    # its curves could not change the answer), 5 attribution rounds of the winner and 3 reversions
+    # its curves could not change the answer), 5 attribution rounds of the winner and 2
+    # reversions (the third, the batch size reverted, is trial 2: its rounds are the batch
+    # size's attribution)
     assert (
-        "Confirmation: 5 of at most 6 rounds head to head, seeds [0, 1, 2]; 37 processes; "
+        "Confirmation: 5 of at most 6 rounds head to head, seeds [0, 1, 2]; 32 processes; "
         "faster beyond noise at 96.9% one-sided" in joined
     )
     assert "6.00x (94% CI 6.00-6.00)" in joined and "3.00x (94% CI 3.00-3.00)" in joined
     assert "faster beyond noise; not curved (a faster candidate won)" in joined
     assert (
         "Where trial 3's speed-up comes from (5 rounds, each setting reverted alone until "
-        "settled)" in joined
+        "settled; batch_size from the confirmation's rounds)" in joined
     )
     assert output.count("carries the speed-up: kept") == 3  # batch size, precision, XLA
     assert f"confirmed answer: {ANSWER}" in " ".join(output.split())
@@ -87,7 +89,7 @@ def test_best_json_carries_the_ratio_its_interval_and_the_rounds(confirmed: Demo
     assert recipe["trial"] == 3
     confirmation = recipe["confirmation"]
     assert confirmation["rounds"] == 6 and confirmation["completed_rounds"] == 5
-    assert confirmation["sequential"] is True and confirmation["processes"] == 37
+    assert confirmation["sequential"] is True and confirmation["processes"] == 32
     assert confirmation["one_sided_coverage"] == pytest.approx(1 - 2**-5)
     assert confirmation["ratio"]["median"] == pytest.approx(6.0)
     assert (confirmation["ratio"]["low"], confirmation["ratio"]["high"]) == pytest.approx((6, 6))
@@ -108,7 +110,7 @@ def test_best_shows_the_confirmed_speed_up(confirmed: DemoStudy, unconfirmed: De
 
     assert (
         "6.00x (94% CI 6.00-6.00), confirmed over 5 of at most 6 rounds head to head, "
-        "37 processes" in shown
+        "32 processes" in shown
     )
     assert "(search phase, unconfirmed)" in plain
 

@@ -140,9 +140,10 @@ def test_a_clear_winner_stops_early_with_fewer_processes(demo_folder, tmp_path):
     assert confirmation.completed_rounds == 5  # every ratio above 1 at the first look, ranked apart
     assert [len(c.samples_per_second) for c in confirmation.candidates] == [5, 5]
     assert runner.curve_runs() == [64, 64]  # trial 2 is slower: its curves could change nothing
-    # 5 x (2 candidates + baseline) + 2 curves + 5 x (winner + 3 reversions), all counted; fixed
-    # rounds took 6 x 3 + 4 + 6 x 4 = 46
-    assert confirmation.processes == len(runner.calls) == 15 + 2 + 20
+    # 5 x (2 candidates + baseline) + 2 curves + 5 x (winner + 2 reversions: the third, the
+    # batch size, is trial 2, measured in the same rounds), all counted; fixed rounds took
+    # 6 x 3 + 4 + 6 x 4 = 46
+    assert confirmation.processes == len(runner.calls) == 15 + 2 + 15
     best = confirmation.recommended(1.5)
     assert best is not None and best.candidate.trial == 3
     assert "5 of at most 6 rounds head to head; faster beyond noise at 96.9% one-sided" in (

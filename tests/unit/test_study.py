@@ -1474,11 +1474,10 @@ def test_confirmation_interleaves_rounds_and_recommends_the_confirmed_winner(mak
     order = [(c.config.batch_size, c.config.precision) for c in speed_calls(runner)]
     one_round = [(64, "mixed_bfloat16"), (32, "mixed_bfloat16"), (32, "float32")]
     # A B base, A B base, ...; then the winner D alone and with each setting reverted in turn
-    # (batch size, precision, XLA: the last keeps bs=64 bf16), four rounds of it
+    # (precision, XLA: the last keeps bs=64 bf16), four rounds of it; its batch size reverted
+    # is trial 2, whose rounds beside it are that reversion's
     assert order[:12] == one_round * 4
-    winner_and_reverted = [
-        (64, "mixed_bfloat16"), (32, "mixed_bfloat16"), (64, "float32"), (64, "mixed_bfloat16"),
-    ]  # fmt: skip
+    winner_and_reverted = [(64, "mixed_bfloat16"), (64, "float32"), (64, "mixed_bfloat16")]
     assert order[12:] == winner_and_reverted * 4
     assert all(c.settings.input_ablation is False for c in speed_calls(runner))
     # only the faster candidate's curves: within the tolerance, it wins whatever trial 2's give
@@ -1519,7 +1518,7 @@ def test_a_confirmation_done_is_not_repeated_on_resume(make_study):
     assert make_study().best().confirmation is not None
     again = FakeRunner()
     make_study(again).confirm(rounds=5)  # another plan: a new confirmation
-    assert len(speed_calls(again)) == 5 * 3 + 5 * 4  # rounds, then the attribution rounds
+    assert len(speed_calls(again)) == 5 * 3 + 5 * 3  # rounds, then the attribution rounds
 
 
 def test_an_interrupted_confirmation_resumes_with_the_next_round(make_study):
@@ -1544,7 +1543,7 @@ def test_an_interrupted_confirmation_resumes_with_the_next_round(make_study):
     resumed = FakeRunner()
     make_study(resumed).confirm(rounds=4)
 
-    assert len(speed_calls(resumed)) == 2 * 3 + 4 * 4  # rounds 3 and 4 only, then attribution
+    assert len(speed_calls(resumed)) == 2 * 3 + 4 * 3  # rounds 3 and 4 only, then attribution
     assert len(curve_calls(resumed)) == 2  # the winner's two extra seeds
 
 
