@@ -227,13 +227,15 @@ def with_known_reversions(
     winner: Candidate,
     candidates: Sequence[Candidate],
     baseline: TrialConfig,
+    baselines: Mapping[int, Sequence[float]],
 ) -> Attribution:
     """``attribution`` (sequential, nothing measured yet) with each reversion that is one of
     the confirmation's ``candidates`` taken from its rounds: the candidate's samples/s and the
-    winner's in the rounds both ran (the first ones: a candidate only ever drops out), the same
-    rounds, interleaved with the same baseline, in one process where both shared the round's.
-    What the rounds left open stays open, so the setting is kept (:meth:`Attribution.carries`).
-    """
+    winner's in the rounds both ran (the first ones: a candidate only ever drops out), each
+    round's ratio the candidate's over the winner's in units of the baseline each was measured
+    beside (``baselines``: {trial: the baseline's samples/s per round}; one and the same where
+    both shared the round's process). What the rounds left open stays open, so the setting is
+    kept (:meth:`Attribution.carries`)."""
     if attribution.rounds is None or attribution.completed_rounds:
         return attribution
     speeds, winners, known = {}, {}, []
@@ -242,10 +244,13 @@ def with_known_reversions(
         match = next((c for c in candidates if c.config == config and c.failure is None), None)
         if setting in attribution.drifts or match is None:
             continue
-        n = min(len(match.samples_per_second), len(winner.samples_per_second))
-        if n:
+        mine, theirs = baselines[match.trial], baselines[winner.trial]
+        n = min(len(match.samples_per_second), len(winner.samples_per_second), len(mine))
+        if n and len(theirs) >= n:
             speeds[setting] = tuple(match.samples_per_second[:n])
-            winners[setting] = tuple(winner.samples_per_second[:n])
+            winners[setting] = tuple(  # the winner's speed beside the candidate's baseline
+                w * m / t for w, m, t in zip(winner.samples_per_second, mine, theirs, strict=False)
+            )[:n]
             known.append(setting)
     return dataclasses.replace(
         attribution,

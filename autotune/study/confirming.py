@@ -6,13 +6,12 @@ the decision is settled) in a fresh process measuring throughput only (no curve,
 profile): all of them beside the baseline in one process, windows taken in turn, when a pair
 runner is given and they share what a process fixes (backend, thread pools; see
 :mod:`autotune.study.confirm_runs`); else alone, and the round then runs the baseline in a process
-of its own too. The confirmation is stored after each round,
-so a resumed study continues with the next round and one already done is never repeated. A
-round cut short is run again whole. Then the curves of the candidates that could win are trained
-with the extra seeds, fastest first until one is within the tolerance, one stored run at a time.
-A candidate whose run fails drops out with the failure recorded; a failed baseline run stops the
-confirmation (the same command resumes it). Every process started is counted
-(:attr:`Confirmation.processes`).
+of its own too. The confirmation is stored after each round, so a resumed study continues with
+the next round and one already done is never repeated. A round cut short is run again whole.
+Then the curves of the candidates that could win are trained with the extra seeds, fastest first
+until one is within the tolerance, one stored run at a time. A candidate whose run fails drops
+out with the failure recorded; a failed baseline run stops the confirmation (the same command
+resumes it). Every process started is counted (:attr:`Confirmation.processes`).
 """
 
 from __future__ import annotations
@@ -142,6 +141,7 @@ class Confirmer:
             attribution = with_known_reversions(
                 Attribution(best.trial, changed, rounds=rounds, drifts=drifts),
                 best, confirmation.candidates, base,
+                {c.trial: confirmation.baseline_for(c) for c in confirmation.candidates},
             )  # fmt: skip
             confirmation = dataclasses.replace(
                 confirmation, attribution=attribution, minimal=None,
@@ -332,7 +332,8 @@ class Confirmer:
         base = confirmation.baseline_config
         measured: dict[int, tuple[float, float | None]] = {}  # trial: (speed, baseline beside)
         failed: dict[int, str] = {}
-        active = [c for c in confirmation.candidates if c.trial in confirmation.active()]
+        trials = confirmation.active()
+        active = [c for c in confirmation.candidates if c.trial in trials]
         folders = {c.trial: self.log_root / f"round_{number}_trial_{c.trial}" for c in active}
         group = [c for c in active if self.runs.pairs(c.config, base)]
         timed = self.runs.beside(

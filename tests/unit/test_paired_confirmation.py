@@ -546,3 +546,22 @@ def test_a_minimal_recipe_that_is_a_candidate_reuses_its_rounds(
     best = confirmation.recommended(1.5)
     assert best is not None and best.candidate is minimal
     assert "minimal recipe" in confirmation.summary(1.5)
+
+
+def test_a_known_reversion_in_another_process_is_scored_over_each_ones_own_baseline(
+    demo_folder: Path, tmp_path: Path
+) -> None:
+    # The rounds' group processes fail, so trial 2 and the winner each ran beside a baseline of
+    # their own, trial 2's at 0.6 of the speed: trial 2's 3x samples/s is 5x its baseline,
+    # against the winner's 6x. Its batch-size reversion must compare those (5/6), not the raw
+    # speeds (3/6).
+    fakes = Runners(beside={RUNNER_UP: 0.6})
+    fakes.fail_groups = True
+
+    confirmation = _confirm(demo_folder, tmp_path, fakes)
+
+    attribution = confirmation.attribution
+    assert attribution is not None and attribution.trial == 3
+    assert attribution.known == ("batch_size",)
+    ratio = attribution.ratio("batch_size")
+    assert ratio is not None and ratio.median == pytest.approx(5 / 6, rel=0.02)
