@@ -9,7 +9,9 @@ the candidates reversed in even ones):
 
 - **group**: one process of the candidate, a second copy of the baseline (the A/A: it stands in
   for another candidate and should score 1.00x) and the baseline;
-- **pair**: one process of the candidate and the baseline, as a round with one candidate.
+- **pair**: one process of the candidate and the baseline, as a round with one candidate;
+- with ``--fresh``, **fresh**: the candidate and the baseline each in a fresh process of its
+  own (``--confirm-unpaired``), the ratio candidate / baseline of the round.
 
 Each ratio is scored as a confirmation scores it: a model's median samples/s over the median of
 the baseline's in the same process. Reported per experiment: the group's A/A and candidate
@@ -19,7 +21,7 @@ checklist configuration on the baseline's thread pools and backend
 (:func:`in_process.candidate_for`). Settings: the ``cpu`` space's measurement, throughput only.
 Results are appended to results/side_by_side.md with the machine, date, versions and command.
 
-    python experiments/benchmarks/side_by_side.py [EXPERIMENT ...] [--rounds 6]
+    python experiments/benchmarks/side_by_side.py [EXPERIMENT ...] [--rounds 6] [--fresh]
         [--work /tmp/autotune-side-by-side]
 """
 
@@ -37,7 +39,7 @@ from autotune.bundled import load_experiment, resolve_space
 from autotune.config import RunSettings, TrialConfig
 from autotune.measure import Estimate, summarize
 from autotune.study.confirming import speed_settings
-from autotune.study.runners import isolated_pair_runner
+from autotune.study.runners import isolated_pair_runner, isolated_runner
 
 HERE = Path(__file__).resolve().parent
 EXPERIMENTS = ("digits_cnn", "tabular_mlp", "transformer")
@@ -68,14 +70,21 @@ def _text(estimate: Estimate) -> str:
     )
 
 
-def one_experiment(name: str, rounds: int, work: Path) -> list[str]:
+def _fresh(reference: str, config: TrialConfig, settings: RunSettings, folder: Path) -> float:
+    result = isolated_runner(reference, config, settings, folder)
+    assert result.throughput is not None
+    return result.throughput.median
+
+
+def one_experiment(name: str, rounds: int, work: Path, fresh: bool = False) -> list[str]:
     experiment = load_experiment(name)
     reference = f"autotune.bundled.{name}:experiment"
     settings = speed_settings(resolve_space("cpu").run_settings())
     baseline = TrialConfig.baseline(experiment.base_batch_size)
     candidate = candidate_for(baseline)
     started = time.monotonic()
-    aa, grouped, paired, seconds = [], [], [], {"group": 0.0, "pair": 0.0}
+    aa, grouped, paired, apart = [], [], [], []
+    seconds = {"group": 0.0, "pair": 0.0, "fresh": 0.0}
     for number in range(1, rounds + 1):
         folder = work / name / f"round_{number}"
         clock = time.monotonic()
@@ -86,6 +95,11 @@ def one_experiment(name: str, rounds: int, work: Path) -> list[str]:
         clock = time.monotonic()
         alone, beside = _speeds(reference, (candidate, baseline), settings, number, folder / "pair")
         seconds["pair"] += time.monotonic() - clock
+        if fresh:
+            clock = time.monotonic()
+            speed = _fresh(reference, candidate, settings, folder / "fresh_candidate")
+            apart.append(speed / _fresh(reference, baseline, settings, folder / "fresh_base"))
+            seconds["fresh"] += (time.monotonic() - clock) / 2
         aa.append(copy / base)
         grouped.append(mine / base)
         paired.append(alone / beside)
@@ -102,13 +116,22 @@ def one_experiment(name: str, rounds: int, work: Path) -> list[str]:
         f"| candidate, baseline copy, baseline | {_text(group_aa)} | {_text(group)} "
         f"| {seconds['group'] / rounds:.1f} |",
         f"| candidate, baseline | - | {_text(pair)} | {seconds['pair'] / rounds:.1f} |",
+        *(
+            [
+                f"| each alone (fresh) | - | {_text(summarize(apart))} | "
+                f"{seconds['fresh'] / rounds:.1f} |"
+            ]
+            if apart
+            else []
+        ),
         "",
         f"- candidate ratios {'overlap' if overlap else 'DO NOT overlap'} "
         f"({group.median:.3f}x in the group vs {pair.median:.3f}x in the pair, "
         f"{100 * (group.median / pair.median - 1):+.1f}%); the group's A/A median "
         f"{group_aa.median:.3f}x.",
         f"- per-round ratios: group A/A {', '.join(f'{r:.3f}' for r in aa)}; group "
-        f"{', '.join(f'{r:.3f}' for r in grouped)}; pair {', '.join(f'{r:.3f}' for r in paired)}.",
+        f"{', '.join(f'{r:.3f}' for r in grouped)}; pair {', '.join(f'{r:.3f}' for r in paired)}"
+        + (f"; fresh {', '.join(f'{r:.3f}' for r in apart)}." if apart else "."),
         "",
     ]
 
@@ -117,6 +140,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("experiments", nargs="*", default=list(EXPERIMENTS))
     parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--fresh", action="store_true", help="also each in a fresh process")
     parser.add_argument("--work", type=Path, default=Path("/tmp/autotune-side-by-side"))
     args = parser.parse_args()
     sections = [
@@ -126,7 +150,7 @@ def main() -> None:
         "",
     ]
     for name in args.experiments:
-        sections += one_experiment(name, args.rounds, args.work)
+        sections += one_experiment(name, args.rounds, args.work, args.fresh)
     append_results(HERE / "results" / "side_by_side.md", sections)
 
 
