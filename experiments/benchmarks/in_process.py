@@ -108,7 +108,8 @@ def one_round(
     return Round(base_a, base_b, cand, _ratios(*aa), _ratios(*pair), mine / beside)
 
 
-def _text(estimate: Estimate) -> str:
+def ratio_text(estimate: Estimate) -> str:
+    """'1.234x (1.100-1.300, width 0.200)': a ratio's median, interval and its width."""
     return (
         f"{estimate.median:.3f}x ({estimate.low:.3f}-{estimate.high:.3f}, "
         f"width {estimate.high - estimate.low:.3f})"
@@ -144,11 +145,12 @@ def one_experiment(name: str, rounds: int, pairs: int, work: Path) -> list[str]:
         "",
         "| measurement | A/A (baseline / baseline) | candidate / baseline | processes per round |",
         "| --- | --- | --- | ---: |",
-        f"| fresh processes (today) | {_text(fresh_aa)} | {_text(fresh)} | 2 per ratio |",
-        f"| one process per round | {_text(one_aa)} | {_text(one)} | 1 per ratio |",
-        f"| one process, as a confirmation scores it (median / median) | - | {_text(scored)} "
+        f"| fresh processes (today) | {ratio_text(fresh_aa)} | {ratio_text(fresh)} | 2 per ratio |",
+        f"| one process per round | {ratio_text(one_aa)} | {ratio_text(one)} | 1 per ratio |",
+        f"| one process, as a confirmation scores it (median / median) | - | {ratio_text(scored)} "
         "| 1 per ratio |",
-        f"| one process, round 1 alone (window pairs) | {_text(single_aa)} | {_text(single)} | - |",
+        f"| one process, round 1 alone (window pairs) | {ratio_text(single_aa)} "
+        f"| {ratio_text(single)} | - |",
         "",
         f"- A/A one-process interval {narrower} than the fresh processes' "
         f"({_width(one_aa):.3f} vs {_width(fresh_aa):.3f}); "

@@ -32,12 +32,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from in_process import candidate_for  # type: ignore[import-not-found]
+from in_process import candidate_for, ratio_text  # type: ignore[import-not-found]
 from provenance import append_results  # type: ignore[import-not-found]
 
 from autotune.bundled import load_experiment, resolve_space
 from autotune.config import RunSettings, TrialConfig
-from autotune.measure import Estimate, summarize
+from autotune.measure import summarize
 from autotune.study.confirming import speed_settings
 from autotune.study.runners import isolated_pair_runner, isolated_runner
 
@@ -61,13 +61,6 @@ def _speeds(
         assert result.throughput is not None
         speeds.append(result.throughput.median)
     return speeds if number % 2 else speeds[::-1]
-
-
-def _text(estimate: Estimate) -> str:
-    return (
-        f"{estimate.median:.3f}x ({estimate.low:.3f}-{estimate.high:.3f}, "
-        f"width {estimate.high - estimate.low:.3f})"
-    )
 
 
 def _fresh(reference: str, config: TrialConfig, settings: RunSettings, folder: Path) -> float:
@@ -113,12 +106,12 @@ def one_experiment(name: str, rounds: int, work: Path, fresh: bool = False) -> l
         "",
         "| one process of | A/A (baseline copy / baseline) | candidate / baseline | s each |",
         "| --- | --- | --- | ---: |",
-        f"| candidate, baseline copy, baseline | {_text(group_aa)} | {_text(group)} "
+        f"| candidate, baseline copy, baseline | {ratio_text(group_aa)} | {ratio_text(group)} "
         f"| {seconds['group'] / rounds:.1f} |",
-        f"| candidate, baseline | - | {_text(pair)} | {seconds['pair'] / rounds:.1f} |",
+        f"| candidate, baseline | - | {ratio_text(pair)} | {seconds['pair'] / rounds:.1f} |",
         *(
             [
-                f"| each alone (fresh) | - | {_text(summarize(apart))} | "
+                f"| each alone (fresh) | - | {ratio_text(summarize(apart))} | "
                 f"{seconds['fresh'] / rounds:.1f} |"
             ]
             if apart
