@@ -22,9 +22,12 @@ most 6 rounds; 98.4% for 6 fixed rounds, the format-1 confirmations stored befor
 
 Each candidate that could win has its curve trained with more seeds, fastest first, until one is
 within the tolerance; its fidelity is the mean over all its seeds (seed s against the baseline's
-seed s), reported with the range. The winner is the fastest candidate (by median ratio) faster
-beyond noise whose mean fidelity is within the tolerance; when there is none, the answer is that
-no configuration beat the baseline beyond noise. The winner's settings are then attributed
+seed s), reported with the range. A candidate that differs from the baseline, or from a candidate
+already curved, only in settings that do not change what the model learns trains that very curve:
+it takes that one's curve instead of training it again (:meth:`Confirmation.known_curve`). The
+winner is the fastest candidate (by median ratio) faster beyond noise whose mean fidelity is within
+the tolerance; when there is none, the answer is that no configuration beat the baseline beyond
+noise. The winner's settings are then attributed
 (:mod:`autotune.analysis.attribution`): those whose effect is within noise go back to the baseline's
 values, and that minimal recipe is recommended once it is confirmed against the baseline the
 same way; otherwise the winner is. No TensorFlow here.
@@ -38,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from autotune.analysis import sequential
-from autotune.analysis.attribution import Attribution
+from autotune.analysis.attribution import Attribution, same_curve
 from autotune.analysis.candidate import Candidate, Verdict, paired_ratio
 from autotune.config import TrialConfig
 from autotune.measure import Estimate
@@ -195,6 +198,20 @@ class Confirmation:
             for seed in self.seeds:
                 if candidate.failure is None and seed not in candidate.fidelity:
                     return candidate.trial, seed
+        return None
+
+    def known_curve(self, candidate: Candidate, seed: int) -> tuple[str, float | None] | None:
+        """Where ``candidate``'s curve for ``seed`` is known without training it, as (whose
+        curve, its fidelity): the baseline's own seed curve when the two differ only in
+        curve-neutral settings (fidelity None: that curve against itself), or the curve of a
+        candidate that trains the same one, its fidelity for ``seed`` measured; None when it
+        must be trained."""
+        if same_curve(candidate.config, self.baseline_config):
+            return "the baseline", None
+        for other in self.candidates:
+            twin = other is not candidate and same_curve(other.config, candidate.config)
+            if twin and seed in other.fidelity:
+                return f"trial {other.trial}", other.fidelity[seed]
         return None
 
     @property

@@ -201,8 +201,9 @@ class Confirmer:
             alone = self._winner_alone(attribution, winner, settings, folder, where)
         folders = {s: folder.with_name(folder.name + f"_{s}") for s in measuring}
         timed = self.runs.beside(
-            [configs[s] for s in beside], winner, settings, [folders[s] for s in beside], number
-        )
+            [configs[s] for s in beside], winner, settings, [folders[s] for s in beside], number,
+            where,
+        )  # fmt: skip
         outcomes: dict[str, Beside] = dict(zip(beside, timed, strict=True))
         speeds = dict(attribution.reverted_samples_per_second)
         winners: dict[str, tuple[float, ...]] = {}
@@ -306,7 +307,8 @@ class Confirmer:
                 minimal, confirmation.minimal_baseline_samples_per_second
             ):
                 break  # not faster beyond noise: the winner is recommended, no curve needed
-            updated = self._curve(minimal, seed, settings, self.log_root / f"minimal_seed_{seed}")
+            folder = self.log_root / f"minimal_seed_{seed}"
+            updated = self._curve(confirmation, minimal, seed, settings, folder)
             confirmation = dataclasses.replace(confirmation, minimal=updated)
             self._store(confirmation)
         return confirmation
@@ -337,8 +339,9 @@ class Confirmer:
         folders = {c.trial: self.log_root / f"round_{number}_trial_{c.trial}" for c in active}
         group = [c for c in active if self.runs.pairs(c.config, base)]
         timed = self.runs.beside(
-            [c.config for c in group], base, settings, [folders[c.trial] for c in group], number
-        )
+            [c.config for c in group], base, settings, [folders[c.trial] for c in group], number,
+            where,
+        )  # fmt: skip
         outcomes: dict[int, Beside] = {c.trial: t for c, t in zip(group, timed, strict=True)}
         for candidate in active:
             folder = folders[candidate.trial]
@@ -401,23 +404,39 @@ class Confirmer:
     ) -> Confirmation:
         candidate = _find(confirmation, trial)
         folder = self.log_root / f"trial_{trial}_seed_{seed}"
-        changed = self._curve(candidate, seed, settings, folder)
+        changed = self._curve(confirmation, candidate, seed, settings, folder)
         return dataclasses.replace(
             confirmation,
             candidates=tuple(changed if c.trial == trial else c for c in confirmation.candidates),
         )
 
     def _curve(
-        self, candidate: Candidate, seed: int, settings: RunSettings, folder: Path
+        self,
+        confirmation: Confirmation,
+        candidate: Candidate,
+        seed: int,
+        settings: RunSettings,
+        folder: Path,
     ) -> Candidate:
         """``candidate`` with its fidelity for ``seed`` (its curve trained with that seed and
-        compared with the baseline's curve of the same seed), or with the failure."""
+        compared with the baseline's curve of the same seed), or with the failure. A curve
+        known without training it (:meth:`Confirmation.known_curve`) is not trained again."""
         floor = self.records.baseline.noise_floor
         reference = self.records.baseline.seed_curves.get(seed)
         what = f"trial {candidate.trial} seed {seed}"
         try:
             if floor is None or not reference:
                 raise TrialFailure("exception", f"the baseline has no curve for seed {seed}")
+            known = confirmation.known_curve(candidate, seed)
+            if known is not None:
+                source, value = known
+                if value is None:  # the baseline's own curve, against itself
+                    value = fidelity_distance(_points(reference), _points(reference), floor)
+                self.on_progress(
+                    f"{what}: fidelity {value:.2f} (the curve of {source}: they differ only in "
+                    "settings that do not change what the model learns)"
+                )
+                return dataclasses.replace(candidate, fidelity={**candidate.fidelity, seed: value})
             result = self.runs.alone(candidate.config, curve_settings(settings, seed), folder)
             value = _fidelity(result, reference, floor)
         except TrialFailure as failure:
