@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -241,6 +242,10 @@ def run(
         _print_json(read_records(study.storage_url, study.name))
 
 
+#: A confirmation round's line for one model measured (not a note such as a failed group's).
+ROUND_LINE = re.compile(r"round \d+/\d+: (trial \d+|baseline) ")
+
+
 class RunProgress(StudyCallback):
     """``autotune run``'s terminal view of :meth:`Study.run`: a transient progress bar per step
     (baseline, trials, confirmation) and one line per baseline run, trial, profile and
@@ -310,7 +315,7 @@ class RunProgress(StudyCallback):
 
     def on_confirm_progress(self, line: str) -> None:
         self.print(f"confirm {safe(line)}")
-        if line.startswith("round ") and self.confirm_task is not None:
+        if ROUND_LINE.match(line) and self.confirm_task is not None:
             self.progress.advance(self.confirm_task)
 
 

@@ -72,12 +72,14 @@ class ConfirmRuns:
         settings: RunSettings,
         folders: Sequence[Path],
         number: int,
+        where: str = "",
     ) -> list[Beside]:
         """Times ``configs`` (each :meth:`pairs` with ``reference``) beside ``reference``, all
         in one process, in round ``number``: for each, its samples/s and the reference's in its
         process, or its failure. Who is set up and timed first alternates by round (the
         configs in odd rounds, the reference in even ones, the configs then in reverse), so an
-        edge of going first favours no one. The group's process logs into the first folder's
+        edge of going first favours no one. ``where`` names the round in the line that says a
+        group failed (default "round ``number``"). The group's process logs into the first folder's
         parent, under ``together_<first folder's name>``; a config timed again after the
         group failed, into its own folder."""
         if len(configs) > 1:
@@ -87,8 +89,9 @@ class ConfirmRuns:
                 return [(s, speed) for s in speeds]
             except TrialFailure as failure:
                 self.on_progress(
-                    f"{len(configs)} configurations in one process failed ({failure.kind}): "
-                    "each is timed again beside the reference in a process of its own"
+                    f"{where or f'round {number}'}: {len(configs)} configurations beside the "
+                    f"reference in one process failed ({failure.kind}): each is timed again "
+                    "beside it in a process of its own"
                 )
         results: list[Beside] = []
         for config, folder in zip(configs, folders, strict=True):

@@ -153,11 +153,16 @@ def test_each_candidates_ratio_uses_the_baseline_measured_beside_it(
     # trial 3 (a process that slows both): trial 2's ratio must use that, not the other's.
     fakes = Runners(beside={RUNNER_UP: 0.5})
     fakes.fail_groups = True
+    lines: list[str] = []
 
-    confirmation = _confirm(demo_folder, tmp_path, fakes)
+    confirmation = _confirm(demo_folder, tmp_path, fakes, on_progress=lines.append)
 
     first_round = [(WINNER, RUNNER_UP, BASE), (WINNER, BASE), (RUNNER_UP, BASE)]
     assert fakes.pairs[:3] == first_round  # the group, then each candidate on its own
+    assert lines[0] == (
+        "round 1/6: 2 configurations beside the reference in one process failed (oom): each is "
+        "timed again beside it in a process of its own"
+    )
     assert all(c.failure is None for c in confirmation.candidates)
 
     runner_up = _by_trial(confirmation)[2]
@@ -452,8 +457,11 @@ def test_a_reversion_is_compared_with_the_winner_timed_beside_it(
     # round's winner speed.
     fakes = Runners(winner_beside={WITHOUT_XLA: 0.25})
     fakes.fail_groups = True
+    lines: list[str] = []
 
-    confirmation = _confirm(demo_folder, tmp_path, fakes)
+    confirmation = _confirm(demo_folder, tmp_path, fakes, on_progress=lines.append)
+
+    assert any(line.startswith("attribution round 1: 2 configurations beside") for line in lines)
 
     attribution = confirmation.attribution
     assert attribution is not None
@@ -565,3 +573,29 @@ def test_a_known_reversion_in_another_process_is_scored_over_each_ones_own_basel
     assert attribution.known == ("batch_size",)
     ratio = attribution.ratio("batch_size")
     assert ratio is not None and ratio.median == pytest.approx(5 / 6, rel=0.02)
+
+
+def test_run_counts_a_round_by_its_measured_models_not_by_a_failed_groups_note(
+    demo_folder: Path, tmp_path: Path
+) -> None:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from autotune.cli.commands import RunProgress
+
+    fakes = Runners()
+    fakes.fail_groups = True
+    study = _study(demo_folder, tmp_path, fakes)
+    console = Console(record=True, width=200)
+    with Progress(console=console) as progress:
+        view = RunProgress(progress, study, 0, top=3, rounds=6, paired=True)
+        view.confirm_task = progress.add_task("confirmation", total=12)
+        study.confirm(top=3, rounds=6, on_progress=view.on_confirm_progress)
+        completed = progress.tasks[view.confirm_task].completed
+
+    lines = console.export_text().splitlines()
+    rounds = [line for line in lines if line.startswith("confirm round")]
+    notes = [line for line in rounds if "in one process failed" in line]
+    measured = [line for line in rounds if "samples/s" in line]
+    assert len(notes) == 5 and len(measured) == 10  # 5 rounds of 2 candidates
+    assert completed == len(measured)
