@@ -22,15 +22,17 @@ most 6 rounds; 98.4% for 6 fixed rounds, the format-1 confirmations stored befor
 
 Each candidate that could win has its curve trained with more seeds, fastest first, until one is
 within the tolerance; its fidelity is the mean over all its seeds (seed s against the baseline's
-seed s), reported with the range. A candidate that differs from the baseline, or from a candidate
-already curved, only in settings that do not change what the model learns trains that very curve:
-it takes that one's curve instead of training it again (:meth:`Confirmation.known_curve`). The
-winner is the fastest candidate (by median ratio) faster beyond noise whose mean fidelity is within
-the tolerance; when there is none, the answer is that no configuration beat the baseline beyond
-noise. The winner's settings are then attributed
-(:mod:`autotune.analysis.attribution`): those whose effect is within noise go back to the baseline's
-values, and that minimal recipe is recommended once it is confirmed against the baseline the
-same way; otherwise the winner is. No TensorFlow here.
+seed s), reported with the range. A candidate whose search fidelity lies within the seeds' noise
+of the tolerance has its seeds curved before the first round (:meth:`Confirmation.first_curve`),
+and one over the tolerance on them is measured in no round (it cannot win). A candidate that
+differs from the baseline, or from a candidate already curved, only in settings that do not
+change what the model learns trains that very curve: it takes that one's curve instead of
+training it again (:meth:`Confirmation.known_curve`). The winner is the fastest candidate (by
+median ratio) faster beyond noise whose mean fidelity is within the tolerance; when there is
+none, the answer is that no configuration beat the baseline beyond noise. The winner's settings
+are then attributed (:mod:`autotune.analysis.attribution`): those whose effect is within noise
+go back to the baseline's values, and that minimal recipe is recommended once it is confirmed
+against the baseline the same way; otherwise the winner is. No TensorFlow here.
 """
 
 from __future__ import annotations
@@ -145,8 +147,12 @@ class Confirmation:
             c.trial: len(c.samples_per_second) == level and level < self.rounds
             for c in self.candidates
         }
-        open_ = {c.trial for c in self.candidates if self.running(c)}
-        contenders = [c for c in self.candidates if c.trial in open_ or self.passes(c)]
+        open_ = {c.trial for c in self.candidates if self.running(c) and not self.over_tolerance(c)}
+        contenders = [
+            c
+            for c in self.candidates
+            if (c.trial in open_ or self.passes(c)) and not self.over_tolerance(c)
+        ]
         bounds = {c.trial: self._bounds(c, fresh[c.trial]) for c in contenders}
         unranked = {
             c.trial
@@ -163,8 +169,9 @@ class Confirmation:
     @property
     def rounds_done(self) -> bool:
         """No more rounds run: every one did, or no candidate is left to measure."""
+        left = any(c.failure is None and not self.over_tolerance(c) for c in self.candidates)
         return self.completed_rounds >= self.rounds or (
-            self.sequential and self.completed_rounds > 0 and not self.active()
+            self.sequential and (self.completed_rounds > 0 or not left) and not self.active()
         )
 
     # ---------------------------------------------------------------------------- curves
@@ -191,6 +198,33 @@ class Confirmation:
             if not set(self.seeds) <= set(candidate.fidelity):
                 break  # its curves come first: whether more are needed depends on them
         return tuple(queue)
+
+    def over_tolerance(self, candidate: Candidate) -> bool:
+        """Whether ``candidate``'s mean fidelity over all the seeds is over the
+        :attr:`curve_tolerance`: it cannot win, so no round measures it further."""
+        values = [candidate.fidelity.get(s) for s in self.seeds]
+        if self.curve_tolerance is None or None in values:
+            return False
+        return statistics.fmean(v for v in values if v is not None) > self.curve_tolerance
+
+    def first_curve(self, margin: float) -> tuple[int, int] | None:
+        """(trial, seed) of the next curve to train before the first round, or None: the
+        candidates, fastest in the search first, whose search fidelity (seed 0) lies within
+        ``margin`` (fidelity units: how far a re-run with another seed could move it) of the
+        tolerance, up to the first that is feasible on every seed or comfortably feasible on
+        seed 0. Such a candidate may well be over the tolerance on the other seeds, and one that
+        is cannot win: training its curves first spares every round the time of measuring it."""
+        if not self.sequential or self.completed_rounds or self.curve_tolerance is None:
+            return None
+        for candidate in self.candidates:
+            if candidate.failure is not None or self.over_tolerance(candidate):
+                continue  # out of the rounds: the next one
+            first = candidate.fidelity.get(self.seeds[0])
+            missing = [s for s in self.seeds if s not in candidate.fidelity]
+            if first is None or first <= self.curve_tolerance - margin or not missing:
+                return None  # the rounds decide from here
+            return candidate.trial, missing[0]
+        return None
 
     def next_curve(self) -> tuple[int, int] | None:
         """(trial, seed) of the next curve to train, or None when the curves are done."""
@@ -279,10 +313,10 @@ class Confirmation:
         stopped = self.sequential and n < self.rounds and not self.running(candidate, baseline)
         if candidate.failure is not None:
             text, eligible = f"failed: {candidate.failure}", False
+        elif mean is not None and mean > tolerance and (ratio is not None or curved):
+            text, eligible = f"over the fidelity tolerance {tolerance:g}", False
         elif ratio is None:
             text, eligible = "not measured yet", False
-        elif mean is not None and mean > tolerance:
-            text, eligible = f"over the fidelity tolerance {tolerance:g}", False
         elif self.passes(candidate, baseline):
             text, eligible = "faster beyond noise", mean is not None and curved
             if not curved and self.rounds_done and self.next_curve() is None:
@@ -331,6 +365,12 @@ class Confirmation:
                 return "confirmation unfinished (the winner's settings are not attributed yet)"
             return f"confirmation unfinished ({self.completed_rounds} of {self.rounds} rounds)"
         best = self.recommended(tolerance)
+        if best is None and not self.completed_rounds:
+            return (
+                f"no candidate could win ({len(self.candidates)} candidate(s), each over the "
+                "fidelity tolerance on its seeds or failed before the first round); keep the "
+                "baseline"
+            )
         if best is None or best.ratio is None:
             return (
                 f"no configuration beat the baseline beyond noise ({len(self.candidates)} "

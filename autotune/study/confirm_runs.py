@@ -32,6 +32,13 @@ def speed_of(result: RunResult) -> float:
     return result.throughput.median
 
 
+def speeds_beside(outcome: Beside) -> tuple[float, float]:
+    """A side-by-side outcome's (samples/s, the reference's beside it); its failure raised."""
+    if isinstance(outcome, TrialFailure):
+        raise outcome
+    return outcome
+
+
 def failure_text(failure: TrialFailure) -> str:
     return f"{failure.kind}: {failure.message}"
 
@@ -130,4 +137,5 @@ __all__ = [
     "ProgressListener",
     "failure_text",
     "speed_of",
+    "speeds_beside",
 ]

@@ -8,10 +8,13 @@ runner is given and they share what a process fixes (backend, thread pools; see
 :mod:`autotune.study.confirm_runs`); else alone, and the round then runs the baseline in a process
 of its own too. The confirmation is stored after each round, so a resumed study continues with
 the next round and one already done is never repeated. A round cut short is run again whole.
-Then the curves of the candidates that could win are trained with the extra seeds, fastest first
-until one is within the tolerance, one stored run at a time. A candidate whose run fails drops
-out with the failure recorded; a failed baseline run stops the confirmation (the same command
-resumes it). Every process started is counted (:attr:`Confirmation.processes`).
+Before the first round, a candidate whose search fidelity lies within the seeds' noise of the
+tolerance has its extra seed curves trained first (:meth:`Confirmation.first_curve`): one over
+the tolerance on them cannot win, and no round then times it. After the rounds, the curves of the
+candidates that could win are trained with the extra seeds, fastest first until one is within
+the tolerance, one stored run at a time. A candidate whose run fails drops out with the failure
+recorded; a failed baseline run stops the confirmation (the same command resumes it). Every
+process started is counted (:attr:`Confirmation.processes`).
 """
 
 from __future__ import annotations
@@ -52,7 +55,9 @@ from autotune.study.confirm_runs import (
     ConfirmRuns,
     ProgressListener,
     failure_text,
+    speeds_beside,
 )
+from autotune.study.fidelity_prediction import noise_margin
 
 
 def _points(curve: Sequence[CurvePoint]) -> list[tuple[float, float]]:
@@ -104,6 +109,11 @@ class Confirmer:
     def __call__(self, confirmation: Confirmation, settings: RunSettings) -> Confirmation:
         self.runs.processes = confirmation.process_count
         self._store(confirmation)
+        floor = self.records.baseline.noise_floor
+        margin = noise_margin(floor) if floor is not None else None
+        while margin is not None and (curve := confirmation.first_curve(margin)) is not None:
+            confirmation = self._seed_curve(confirmation, *curve, settings)
+            self._store(confirmation)
         while not confirmation.rounds_done:
             confirmation = self._round(confirmation, speed_settings(settings))
             self._store(confirmation)
@@ -211,7 +221,7 @@ class Confirmer:
         for setting in measuring:
             try:
                 if setting in outcomes:
-                    value, with_winner = _measured(outcomes[setting])
+                    value, with_winner = speeds_beside(outcomes[setting])
                 else:
                     assert alone is not None
                     value = self.runs.speed_alone(configs[setting], settings, folders[setting])
@@ -271,7 +281,7 @@ class Confirmer:
             try:
                 if paired:
                     (outcome,) = self.runs.beside([minimal.config], base, speed, [folder], number)
-                    value, baseline = _measured(outcome)
+                    value, baseline = speeds_beside(outcome)
                 else:
                     value = self.runs.speed_alone(minimal.config, speed, folder)
                     baseline = self.runs.speed_alone(
@@ -347,7 +357,7 @@ class Confirmer:
             folder = folders[candidate.trial]
             try:
                 if candidate.trial in outcomes:
-                    pair = _measured(outcomes[candidate.trial])
+                    pair = speeds_beside(outcomes[candidate.trial])
                     measured[candidate.trial] = pair
                     text = f"{pair[0]:,.0f} samples/s, the baseline beside it {pair[1]:,.0f}"
                 else:
@@ -402,7 +412,7 @@ class Confirmer:
     def _seed_curve(
         self, confirmation: Confirmation, trial: int, seed: int, settings: RunSettings
     ) -> Confirmation:
-        candidate = _find(confirmation, trial)
+        candidate = next(c for c in confirmation.candidates if c.trial == trial)
         folder = self.log_root / f"trial_{trial}_seed_{seed}"
         changed = self._curve(confirmation, candidate, seed, settings, folder)
         return dataclasses.replace(
@@ -467,17 +477,6 @@ def _begin_minimal(
         minimal=dataclasses.replace(known, trial=best.trial, baseline_samples_per_second=()),
         minimal_baseline_samples_per_second=tuple(confirmation.baseline_for(known)[:rounds]),
     )
-
-
-def _find(confirmation: Confirmation, trial: int) -> Candidate:
-    return next(c for c in confirmation.candidates if c.trial == trial)
-
-
-def _measured(outcome: Beside) -> tuple[float, float]:
-    """A side-by-side outcome's (samples/s, the reference's beside it); its failure raised."""
-    if isinstance(outcome, TrialFailure):
-        raise outcome
-    return outcome
 
 
 def _fidelity(result: RunResult, reference: Sequence[CurvePoint], floor: NoiseFloor) -> float:

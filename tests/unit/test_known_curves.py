@@ -1,10 +1,13 @@
-"""Curves the confirmation knows without training them (issue 25: skip what is already known).
+"""Seed curves in the confirmation (issue 25: skip what is already known, measure no candidate
+that cannot win).
 
 A candidate that differs from the baseline only in settings that do not change what the model
 learns (steps per execution, prefetch, map parallelism) trains the baseline's very curve with
 every seed, and one that differs so from a candidate already curved trains that one's curve: the
-confirmation takes those fidelities instead of starting a process per seed. Fake runners; nothing
-is trained."""
+confirmation takes those fidelities instead of starting a process per seed. A candidate whose
+search fidelity lies within the seeds' noise of the tolerance has its seeds curved before the
+first round, and one over the tolerance on them is timed in no round. Fake runners; nothing is
+trained."""
 
 from __future__ import annotations
 
@@ -128,3 +131,134 @@ def test_the_curve_known_for_a_candidate(
     assert confirmation.known_curve(asked, 2) == from_baseline
     # a candidate is never its own twin
     assert confirmation.known_curve(curved, 2) is None
+
+
+# --------------------------------------------------------------------------------------------
+# Seed curves first for a candidate near the tolerance
+# --------------------------------------------------------------------------------------------
+
+#: The demo study's candidates (tests/support/demo_study.py): trial 3 (6x, search fidelity 1.2,
+#: within the seeds' noise of the tolerance 1.5) and trial 2 (3x, fidelity 0.3).
+WINNER = TrialConfig(batch_size=64, precision="mixed_bfloat16", jit_compile=True)
+RUNNER_UP = TrialConfig(batch_size=32, precision="mixed_bfloat16", jit_compile=True)
+
+
+class DriftingSeeds:
+    """:func:`fake_runner` whose curves of ``drifting`` with seeds 1 and 2 lie 10% above the
+    baseline's (over the tolerance); records every run as (config, curve seed or None)."""
+
+    def __init__(self, *drifting: TrialConfig) -> None:
+        self.drifting = drifting
+        self.runs: list[tuple[TrialConfig, int | None]] = []
+
+    def __call__(
+        self, reference: str, config: TrialConfig, settings: RunSettings, log_dir: Path | None
+    ) -> RunResult:
+        self.runs.append((config, settings.seed if settings.curve else None))
+        result = fake_runner(reference, config, settings, log_dir)
+        if config in self.drifting and settings.curve and settings.seed in (1, 2):
+            curve = [dataclasses.replace(p, val_loss=p.val_loss * 1.1) for p in result.curve]
+            return dataclasses.replace(result, curve=curve)
+        return result
+
+
+def _demo_confirmation(tmp_path: Path, runner: DriftingSeeds) -> tuple[Confirmation, list[str]]:
+    from autotune.study import load_study
+    from tests.support.demo_study import build_demo_study
+
+    demo = build_demo_study(tmp_path / "demo")
+    study = load_study(demo.storage, runner=runner)
+    runner.runs.clear()
+    lines: list[str] = []
+    confirmation = study.confirm(top=3, rounds=6, on_progress=lines.append)
+    assert confirmation is not None and confirmation.complete
+    return confirmation, lines
+
+
+def test_a_candidate_near_the_tolerance_is_curved_first_and_dropped_before_any_round(
+    tmp_path: Path,
+) -> None:
+    runner = DriftingSeeds(WINNER)
+
+    confirmation, lines = _demo_confirmation(tmp_path, runner)
+
+    assert runner.runs[:2] == [(WINNER, 1), (WINNER, 2)]  # before the first round
+    winner, runner_up = (next(c for c in confirmation.candidates if c.trial == t) for t in (3, 2))
+    assert winner.samples_per_second == ()  # no round timed it: it cannot win
+    assert all(config != WINNER for config, seed in runner.runs if seed is None)
+    assert confirmation.verdict(winner, 1.5).text == "over the fidelity tolerance 1.5"
+    best = confirmation.recommended(1.5)
+    assert best is not None and best.candidate.trial == 2
+    assert len(runner_up.samples_per_second) == confirmation.completed_rounds == 5
+    # the demo's seeds are so close (margin 1.5, the tolerance) that trial 2's 0.3 is near too:
+    # its seeds come next, it is within the tolerance on them, and the rounds decide from there
+    assert runner.runs[2:4] == [(RUNNER_UP, 1), (RUNNER_UP, 2)]
+    assert [line.split(":")[0] for line in lines[:5]] == [
+        "trial 3 seed 1", "trial 3 seed 2", "trial 2 seed 1", "trial 2 seed 2", "round 1/6",
+    ]  # fmt: skip
+
+
+def test_no_round_runs_when_every_candidate_is_out_before_it(tmp_path: Path) -> None:
+    runner = DriftingSeeds(WINNER, RUNNER_UP)
+
+    confirmation, _ = _demo_confirmation(tmp_path, runner)
+
+    assert runner.runs == [(WINNER, 1), (WINNER, 2), (RUNNER_UP, 1), (RUNNER_UP, 2)]
+    assert confirmation.completed_rounds == 0 and confirmation.processes == 4
+    assert confirmation.recommended(1.5) is None
+    assert confirmation.summary(1.5).startswith("no candidate could win (2 candidate(s)")
+
+
+def test_a_stored_confirmation_without_rounds_is_complete_when_no_candidate_is_left() -> None:
+    over = {0: 1.2, 1: 2.4, 2: 2.4}
+    candidates = (Candidate(3, WINNER, (), over), Candidate(2, RUNNER_UP, (), {0: 1.4, 1: 2, 2: 2}))
+    confirmation = Confirmation(
+        6, (0, 1, 2), BASE, (), candidates, attribution_done=True, curve_tolerance=1.5
+    )
+
+    assert confirmation.first_curve(1.0) is None and confirmation.active() == ()
+    assert confirmation.rounds_done and confirmation.complete
+    assert confirmation.recommended(1.5) is None
+    assert confirmation.summary(1.5) == (
+        "no candidate could win (2 candidate(s), each over the fidelity tolerance on its seeds "
+        "or failed before the first round); keep the baseline"
+    )
+    assert Confirmation.from_dict(confirmation.to_dict()) == confirmation
+
+
+@pytest.mark.parametrize(
+    ("search_fidelity", "first"),
+    [
+        (0.8, (3, 1)),  # within the margin 1.0 of the tolerance 1.5: its seeds first
+        (0.5, None),  # at the tolerance less the margin: comfortably feasible, the rounds decide
+        (0.1, None),
+    ],
+)
+def test_only_a_candidate_within_the_seeds_noise_of_the_tolerance_is_curved_first(
+    search_fidelity: float, first: tuple[int, int] | None
+) -> None:
+    fastest = Candidate(3, WINNER, (), {0: search_fidelity})
+    confirmation = Confirmation(
+        6, (0, 1, 2), BASE, (), (fastest, Candidate(2, RUNNER_UP, (), {0: 0.9})),
+        curve_tolerance=1.5,
+    )  # fmt: skip
+
+    assert confirmation.first_curve(1.0) == first
+    # once a round ran, the rounds decide which curves are trained
+    begun = dataclasses.replace(
+        confirmation,
+        baseline_samples_per_second=(1000.0,),
+        candidates=tuple(dataclasses.replace(c, samples_per_second=(3000.0,))
+                         for c in confirmation.candidates),
+    )  # fmt: skip
+    assert begun.first_curve(1.0) is None
+
+
+def test_a_candidate_over_the_tolerance_on_its_seeds_hands_the_first_curves_on() -> None:
+    out = Candidate(3, WINNER, (), {0: 1.2, 1: 2.0, 2: 2.2})
+    near = Candidate(2, RUNNER_UP, (), {0: 0.9, 1: 1.0})
+    confirmation = Confirmation(6, (0, 1, 2), BASE, (), (out, near), curve_tolerance=1.5)
+
+    assert confirmation.over_tolerance(out) and not confirmation.over_tolerance(near)
+    assert confirmation.first_curve(1.0) == (2, 2)
+    assert confirmation.active() == (2,)  # the one over the tolerance is timed in no round

@@ -1484,7 +1484,10 @@ def test_confirmation_interleaves_rounds_and_recommends_the_confirmed_winner(mak
     assert sorted((c.config.batch_size, c.settings.seed) for c in curve_calls(runner)) == [
         (64, 1), (64, 2),
     ]  # fmt: skip
-    assert lines[:3] == [
+    # trial 3's search fidelity (1.2) lies within the seeds' noise of the tolerance: its seeds
+    # are curved before the first round
+    assert [line.split(":")[0] for line in lines[:2]] == ["trial 3 seed 1", "trial 3 seed 2"]
+    assert lines[2:5] == [
         "round 1/4: trial 3 6,000 samples/s",
         "round 1/4: trial 2 3,000 samples/s",
         "round 1/4: baseline 1,000 samples/s",
@@ -1532,7 +1535,7 @@ def test_an_interrupted_confirmation_resumes_with_the_next_round(make_study):
 
     def interrupt_in_round_three(config, settings):
         seen["n"] += 1
-        if seen["n"] == 7:
+        if seen["n"] == 2 + 2 * 3 + 1:  # trial 3's two seed curves first, then two rounds
             raise Interrupt("the machine went down")
         return fake_result(config, settings)
 
@@ -1544,7 +1547,7 @@ def test_an_interrupted_confirmation_resumes_with_the_next_round(make_study):
     make_study(resumed).confirm(rounds=4)
 
     assert len(speed_calls(resumed)) == 2 * 3 + 4 * 3  # rounds 3 and 4 only, then attribution
-    assert len(curve_calls(resumed)) == 2  # the winner's two extra seeds
+    assert len(curve_calls(resumed)) == 0  # the winner's two extra seeds: stored before
 
 
 def test_a_failing_candidate_drops_out_with_its_failure(make_study):

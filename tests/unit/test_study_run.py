@@ -166,7 +166,8 @@ def test_run_calls_the_callbacks_in_order_and_returns_the_confirmed_recipe(make_
     assert [row.number for row in front] == [3, 2]  # the feasible front, fastest first
     lines = [line for (line,) in recorder.args("confirm_progress")]
     assert len([line for line in lines if line.startswith("round ")]) == 2 * (2 + 1)
-    assert lines[:6] == [
+    assert [line.split(":")[0] for line in lines[:2]] == ["trial 3 seed 1", "trial 3 seed 2"]
+    assert lines[2:8] == [
         "round 1/2: trial 3 6,000 samples/s",
         "round 1/2: trial 2 3,000 samples/s",
         "round 1/2: baseline 1,000 samples/s",
