@@ -109,9 +109,8 @@ class Confirmer:
     def __call__(self, confirmation: Confirmation, settings: RunSettings) -> Confirmation:
         self.runs.processes = confirmation.process_count
         self._store(confirmation)
-        floor = self.records.baseline.noise_floor
-        margin = noise_margin(floor) if floor is not None else None
-        while margin is not None and (curve := confirmation.first_curve(margin)) is not None:
+        floor = self.records.baseline.noise_floor  # None: the curves fail, as they would later
+        while floor is not None and (curve := confirmation.first_curve(noise_margin(floor))):
             confirmation = self._seed_curve(confirmation, *curve, settings)
             self._store(confirmation)
         while not confirmation.rounds_done:
@@ -325,9 +324,11 @@ class Confirmer:
 
     @staticmethod
     def _measuring_minimal(confirmation: Confirmation, minimal: Candidate) -> bool:
-        """Whether the minimal recipe's next round could change its verdict."""
+        """Whether the minimal recipe's next round could change its verdict (never for one
+        over the tolerance on its seeds: a candidate dropped before the rounds, say)."""
         base = confirmation.minimal_baseline_samples_per_second
-        if minimal.failure is not None or len(base) >= confirmation.rounds:
+        out = minimal.failure is not None or confirmation.over_tolerance(minimal)
+        if out or len(base) >= confirmation.rounds:
             return False
         return not base or not confirmation.sequential or confirmation.running(minimal, base)
 

@@ -262,3 +262,14 @@ def test_a_candidate_over_the_tolerance_on_its_seeds_hands_the_first_curves_on()
     assert confirmation.over_tolerance(out) and not confirmation.over_tolerance(near)
     assert confirmation.first_curve(1.0) == (2, 2)
     assert confirmation.active() == (2,)  # the one over the tolerance is timed in no round
+
+
+def test_a_minimal_recipe_over_the_tolerance_on_its_seeds_is_timed_in_no_round() -> None:
+    from autotune.study.confirming import Confirmer
+
+    dropped = Candidate(3, WINNER, (), {0: 1.2, 1: 2.0, 2: 2.2})  # a candidate dropped before
+    confirmation = Confirmation(6, (0, 1, 2), BASE, (), (dropped,), curve_tolerance=1.5)
+
+    assert not Confirmer._measuring_minimal(confirmation, dropped)
+    within = dataclasses.replace(dropped, fidelity={0: 1.2, 1: 1.0, 2: 1.1})
+    assert Confirmer._measuring_minimal(confirmation, within)
