@@ -147,12 +147,9 @@ class Confirmation:
             c.trial: len(c.samples_per_second) == level and level < self.rounds
             for c in self.candidates
         }
-        open_ = {c.trial for c in self.candidates if self.running(c) and not self.over_tolerance(c)}
-        contenders = [
-            c
-            for c in self.candidates
-            if (c.trial in open_ or self.passes(c)) and not self.over_tolerance(c)
-        ]
+        can_win = [c for c in self.candidates if not self.over_tolerance(c)]
+        open_ = {c.trial for c in can_win if self.running(c)}
+        contenders = [c for c in can_win if c.trial in open_ or self.passes(c)]
         bounds = {c.trial: self._bounds(c, fresh[c.trial]) for c in contenders}
         unranked = {
             c.trial
@@ -188,24 +185,24 @@ class Confirmation:
         queue = []
         for candidate in faster:
             queue.append(candidate)
-            values = [candidate.fidelity.get(s) for s in self.seeds]
-            if (
-                self.curve_tolerance is not None
-                and None not in values
-                and statistics.fmean(v for v in values if v is not None) <= self.curve_tolerance
-            ):
+            tolerance, mean = self.curve_tolerance, self._seed_mean(candidate)
+            if tolerance is not None and mean is not None and mean <= tolerance:
                 break
             if not set(self.seeds) <= set(candidate.fidelity):
                 break  # its curves come first: whether more are needed depends on them
         return tuple(queue)
 
+    def _seed_mean(self, candidate: Candidate) -> float | None:
+        """``candidate``'s mean fidelity over all the seeds; None while one is missing."""
+        if not set(self.seeds) <= set(candidate.fidelity):
+            return None
+        return statistics.fmean(candidate.fidelity[s] for s in self.seeds)
+
     def over_tolerance(self, candidate: Candidate) -> bool:
         """Whether ``candidate``'s mean fidelity over all the seeds is over the
         :attr:`curve_tolerance`: it cannot win, so no round measures it further."""
-        values = [candidate.fidelity.get(s) for s in self.seeds]
-        if self.curve_tolerance is None or None in values:
-            return False
-        return statistics.fmean(v for v in values if v is not None) > self.curve_tolerance
+        mean = self._seed_mean(candidate)
+        return self.curve_tolerance is not None and mean is not None and mean > self.curve_tolerance
 
     def first_curve(self, margin: float) -> tuple[int, int] | None:
         """(trial, seed) of the next curve to train before the first round, or None: the

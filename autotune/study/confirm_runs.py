@@ -86,9 +86,9 @@ class ConfirmRuns:
         process, or its failure. Who is set up and timed first alternates by round (the
         configs in odd rounds, the reference in even ones, the configs then in reverse), so an
         edge of going first favours no one. ``where`` names the round in the line that says a
-        group failed (default "round ``number``"). The group's process logs into the first folder's
-        parent, under ``together_<first folder's name>``; a config timed again after the
-        group failed, into its own folder."""
+        group failed (default "round ``number``"). The group's process logs into the first
+        folder's parent, under ``together_<first folder's name>``; a config timed again after
+        the group failed, into its own folder."""
         if len(configs) > 1:
             folder = folders[0].with_name(f"together_{folders[0].name}")
             try:

@@ -38,6 +38,7 @@ from provenance import append_results  # type: ignore[import-not-found]
 from autotune.bundled import load_experiment, resolve_space
 from autotune.config import RunSettings, TrialConfig
 from autotune.measure import summarize
+from autotune.study.confirm_runs import speed_of
 from autotune.study.confirming import speed_settings
 from autotune.study.runners import isolated_pair_runner, isolated_runner
 
@@ -55,18 +56,12 @@ def _speeds(
     """Median samples/s of ``configs`` timed in one process in round ``number``, in the order
     given; set up and timed reversed in even rounds, as a confirmation does."""
     order = list(configs) if number % 2 else list(reversed(configs))
-    results = isolated_pair_runner(reference, order, settings, folder)
-    speeds = []
-    for result in results:
-        assert result.throughput is not None
-        speeds.append(result.throughput.median)
+    speeds = [speed_of(r) for r in isolated_pair_runner(reference, order, settings, folder)]
     return speeds if number % 2 else speeds[::-1]
 
 
 def _fresh(reference: str, config: TrialConfig, settings: RunSettings, folder: Path) -> float:
-    result = isolated_runner(reference, config, settings, folder)
-    assert result.throughput is not None
-    return result.throughput.median
+    return speed_of(isolated_runner(reference, config, settings, folder))
 
 
 def one_experiment(name: str, rounds: int, work: Path, fresh: bool = False) -> list[str]:
