@@ -22,17 +22,18 @@ most 6 rounds; 98.4% for 6 fixed rounds, the format-1 confirmations stored befor
 
 Each candidate that could win has its curve trained with more seeds, fastest first, until one is
 within the tolerance; its fidelity is the mean over all its seeds (seed s against the baseline's
-seed s), reported with the range. A candidate whose search fidelity lies within the seeds' noise
-of the tolerance has its seeds curved before the first round (:meth:`Confirmation.first_curve`),
-and one over the tolerance on them is measured in no round (it cannot win). A candidate that
-differs from the baseline, or from a candidate already curved, only in settings that do not
-change what the model learns trains that very curve: it takes that one's curve instead of
-training it again (:meth:`Confirmation.known_curve`). The winner is the fastest candidate (by
-median ratio) faster beyond noise whose mean fidelity is within the tolerance; when there is
-none, the answer is that no configuration beat the baseline beyond noise. The winner's settings
-are then attributed (:mod:`autotune.analysis.attribution`): those whose effect is within noise
-go back to the baseline's values, and that minimal recipe is recommended once it is confirmed
-against the baseline the same way; otherwise the winner is. No TensorFlow here.
+seed s), reported with the range. Every candidate whose mean fidelity could be over the tolerance,
+its other seeds as far above its search fidelity as the seeds' noise allows, has its seeds curved
+before the first round (:meth:`Confirmation.first_curve`), and one over the tolerance on them is
+measured in no round (it cannot win). A candidate that differs from the baseline, or from a
+candidate already curved, only in settings that do not change what the model learns trains that very
+curve: it takes that one's curve instead of training it again (:meth:`Confirmation.known_curve`).
+The winner is the fastest candidate (by median ratio) faster beyond noise whose mean fidelity is
+within the tolerance; when there is none, the answer is that no configuration beat the baseline
+beyond noise. The winner's settings are then attributed (:mod:`autotune.analysis.attribution`):
+those whose effect is within noise go back to the baseline's values, and that minimal recipe is
+recommended once it is confirmed against the baseline the same way; otherwise the winner is. No
+TensorFlow here.
 """
 
 from __future__ import annotations
@@ -205,22 +206,27 @@ class Confirmation:
         return self.curve_tolerance is not None and mean is not None and mean > self.curve_tolerance
 
     def first_curve(self, margin: float) -> tuple[int, int] | None:
-        """(trial, seed) of the next curve to train before the first round, or None: the
-        candidates, fastest in the search first, whose search fidelity (seed 0) lies within
-        ``margin`` (fidelity units: how far a re-run with another seed could move it) of the
-        tolerance, up to the first that is feasible on every seed or comfortably feasible on
-        seed 0. Such a candidate may well be over the tolerance on the other seeds, and one that
-        is cannot win: training its curves first spares every round the time of measuring it."""
+        """(trial, seed) of the next curve to train before the first round, or None: every
+        candidate whose mean fidelity over the seeds could be over the tolerance, each seed not
+        yet curved taken as far above its search fidelity (seed 0) as ``margin`` (fidelity
+        units: how far a re-run with another seed could move it), has all its seeds curved,
+        fastest in the search first. One over the tolerance on them cannot win: training its
+        curves first spares every round the time of measuring it. A comfortably feasible
+        candidate ahead of it in the search does not spare it, since the rounds may well find
+        the near one faster."""
         if not self.sequential or self.completed_rounds or self.curve_tolerance is None:
             return None
         for candidate in self.candidates:
             if candidate.failure is not None or self.over_tolerance(candidate):
-                continue  # out of the rounds: the next one
+                continue  # out of the rounds
             first = candidate.fidelity.get(self.seeds[0])
             missing = [s for s in self.seeds if s not in candidate.fidelity]
-            if first is None or first <= self.curve_tolerance - margin or not missing:
-                return None  # the rounds decide from here
-            return candidate.trial, missing[0]
+            if first is None or not missing:
+                continue
+            known = sum(candidate.fidelity[s] for s in self.seeds if s in candidate.fidelity)
+            highest_mean = (known + len(missing) * (first + margin)) / len(self.seeds)
+            if highest_mean > self.curve_tolerance:
+                return candidate.trial, missing[0]
         return None
 
     def next_curve(self) -> tuple[int, int] | None:

@@ -1,20 +1,20 @@
 """Running a study's confirmation (the method is in :mod:`autotune.analysis.head_to_head`).
 
-The candidates are the top feasible Pareto trials, fastest first. Each round runs every
-candidate still measured (:meth:`Confirmation.active`: the rounds are sequential and stop once
-the decision is settled) in a fresh process measuring throughput only (no curve, no ablation, no
-profile): all of them beside the baseline in one process, windows taken in turn, when a pair
-runner is given and they share what a process fixes (backend, thread pools; see
-:mod:`autotune.study.confirm_runs`); else alone, and the round then runs the baseline in a process
-of its own too. The confirmation is stored after each round, so a resumed study continues with
-the next round and one already done is never repeated. A round cut short is run again whole.
-Before the first round, a candidate whose search fidelity lies within the seeds' noise of the
-tolerance has its extra seed curves trained first (:meth:`Confirmation.first_curve`): one over
-the tolerance on them cannot win, and no round then times it. After the rounds, the curves of the
-candidates that could win are trained with the extra seeds, fastest first until one is within
-the tolerance, one stored run at a time. A candidate whose run fails drops out with the failure
-recorded; a failed baseline run stops the confirmation (the same command resumes it). Every
-process started is counted (:attr:`Confirmation.processes`).
+The candidates are the top feasible Pareto trials, fastest first. Each round runs every candidate
+still measured (:meth:`Confirmation.active`: the rounds are sequential and stop once the decision is
+settled) in a fresh process measuring throughput only (no curve, no ablation, no profile): all of
+them beside the baseline in one process, windows taken in turn, when a pair runner is given and they
+share what a process fixes (backend, thread pools; see :mod:`autotune.study.confirm_runs`); else
+alone, and the round then runs the baseline in a process of its own too. The confirmation is stored
+after each round, so a resumed study continues with the next round and one already done is never
+repeated. A round cut short is run again whole. Before the first round, every candidate whose mean
+fidelity over the seeds could be over the tolerance (given the seeds' noise) has its extra seed
+curves trained first (:meth:`Confirmation.first_curve`): one over the tolerance on them cannot win,
+and no round then times it. After the rounds, the curves of the candidates that could win are
+trained with the extra seeds, fastest first until one is within the tolerance, one stored run at a
+time. A candidate whose run fails drops out with the failure recorded; a failed baseline run stops
+the confirmation (the same command resumes it). Every process started is counted
+(:attr:`Confirmation.processes`).
 """
 
 from __future__ import annotations
