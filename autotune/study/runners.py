@@ -20,7 +20,8 @@ PairRunner = Callable[[str, Sequence[TrialConfig], RunSettings, Path | None], Se
 def isolated_runner(
     reference: str, config: TrialConfig, settings: RunSettings, log_dir: Path | None
 ) -> RunResult:
-    """The real runner: a fresh process, started ahead during a curve when it can be."""
+    """The real runner: a fresh process, started ahead once the run before had nothing more to
+    time, when it can be."""
     from autotune.trial.isolation import run_isolated
 
     return run_isolated(reference, config, settings, log_dir=log_dir, prestart=True)
@@ -34,12 +35,15 @@ def isolated_pair_runner(
 ) -> tuple[RunResult, ...]:
     """The real pair runner: one fresh process timing ``configs`` in windows taken in turn, as
     many rounds as ``settings`` has windows (at least 2), under the settings' time limit once
-    per configuration (it sets up, warms up and times each)."""
+    per configuration (it sets up, warms up and times each); it takes a process started ahead,
+    and starts the next one once its last window is timed."""
     from autotune.trial.isolation import run_isolated_side_by_side
 
     pairs = max(2, settings.windows)
     limit = settings.replace(time_limit_seconds=len(configs) * settings.time_limit_seconds)
-    return run_isolated_side_by_side(reference, configs, limit, pairs=pairs, log_dir=log_dir)
+    return run_isolated_side_by_side(
+        reference, configs, limit, pairs=pairs, log_dir=log_dir, prestart=True
+    )
 
 
 __all__ = ["PairRunner", "TrialRunner", "isolated_pair_runner", "isolated_runner"]

@@ -5,12 +5,15 @@ that imported TensorFlow), in its own process group, and dies with its parent. E
 process start (environment such as ``KERAS_BACKEND``, ``TF_CPP_MIN_LOG_LEVEL``, ``XLA_FLAGS``) is
 set in :func:`child_environment`, the one place a trial process is configured.
 
-A study's trials (``prestart=True``) save the next process's start: once a trial has nothing
-more to time (its untimed curve begins), the parent starts the next trial process ahead, which
-imports the Keras backend (a few seconds: most of a trial's time outside its phases) while the
-curve trains, then waits for its request (:class:`Spare`). The next trial takes it when its
-environment is the same, or it is stopped first: its import never overlaps a timed phase of
-another process. ``AUTOTUNE_PRESTART=0`` turns this off.
+A study's runs (``prestart=True``: its trials, baseline runs, anchors, seed curves and
+confirmation rounds) save the next process's start: once a run has nothing more to time (its
+untimed curve begins, or its last window is timed when no curve follows), the parent starts the
+next trial process ahead, which imports the Keras backend (a few seconds: most of a trial's time
+outside its phases) while the curve trains or the run ends and its result is stored, then waits
+for its request (:class:`Spare`). The next run takes it when its environment is the same, or it
+is stopped first: its import never overlaps a timed phase of another process, since every run
+of a study either takes it or stops it before its own process starts.
+``AUTOTUNE_PRESTART=0`` turns this off.
 
 When a trial ends, everything it started goes with it: its process group, its descendants (the
 trial process is a child subreaper, so orphans stay among them) and any process carrying its
@@ -293,12 +296,14 @@ def run_isolated_side_by_side(
     pairs: int,
     log_dir: Path | str | None = None,
     env: Mapping[str, str] | None = None,
+    prestart: bool = False,
 ) -> tuple[RunResult, ...]:
     """Times ``configs`` (two or more) side by side in one fresh process, ``pairs`` rounds of
     windows in turn (:func:`autotune.trial.runner.run_side_by_side`), throughput only; their
     results in the same order. The process runs on the first's backend and thread pools, which
-    the others must share (ConfigError otherwise). Logs, limits and failures as
-    :func:`run_isolated` (without a process started ahead)."""
+    the others must share (ConfigError otherwise). Logs, limits, failures and ``prestart`` as
+    :func:`run_isolated` (with ``prestart``, the next process starts once the last window is
+    timed)."""
     first, *others = configs
     request: dict[str, Any] = {
         "experiment": reference_of(experiment),
@@ -307,7 +312,7 @@ def run_isolated_side_by_side(
         "beside": [c.to_dict() for c in others],
         "pairs": pairs,
     }
-    outcome = _run_request(request, first, settings, log_dir, env, None, False)
+    outcome = _run_request(request, first, settings, log_dir, env, None, prestart)
     beside = [RunResult.from_dict(r) for r in outcome["beside"]]
     return (RunResult.from_dict(outcome["result"]), *beside)
 
@@ -449,6 +454,7 @@ def _watch(
                 f"{memory_limit / 2**30:.2f} GiB, and was stopped"
             )
         time.sleep(POLL_SECONDS)
+    untimed.check()  # a run that ended between two looks: its result is stored meanwhile
     return None
 
 

@@ -142,6 +142,7 @@ def run(request_path: Path, result_path: Path) -> int:
         check_backend(config)
 
         try:
+            untimed = (lambda: Path(marker).touch()) if marker else None
             if request.get("beside") is not None:  # configurations side by side, one process
                 from autotune.trial.runner import run_side_by_side
 
@@ -149,6 +150,8 @@ def run(request_path: Path, result_path: Path) -> int:
                 result, *beside = run_side_by_side(
                     experiment, (config, *others), settings, request["pairs"]
                 )
+                if untimed is not None:
+                    untimed()  # its last window is timed
                 outcome = {
                     "status": "ok",
                     "result": result.to_dict(),
@@ -156,7 +159,6 @@ def run(request_path: Path, result_path: Path) -> int:
                 }
                 _write(result_path, outcome)
                 return 0
-            untimed = (lambda: Path(marker).touch()) if marker else None
             result = run_trial(experiment, config, settings, on_untimed=untimed)
         except ConfigError:
             raise

@@ -172,8 +172,8 @@ def run_trial(
     ``measure_throughput``, warm-up and timed windows; then, unless the windows stopped early,
     the profiled window, the input ablation and the validation curve. ``on_untimed`` is called
     once nothing more is timed (before the curve, which trains on a fixed budget whatever else
-    runs on the machine), and only when a curve follows: the parent may then start the next
-    trial's process (:mod:`autotune.trial.isolation`).
+    runs on the machine, or before the result is written when no curve follows): the parent
+    may then start the next trial's process (:mod:`autotune.trial.isolation`).
 
     Raises:
         ExperimentError: the experiment's model or data are unusable (a configuration error).
@@ -208,10 +208,10 @@ def run_trial(
         if settings.input_ablation and windows.stopped_early is None and throughput is not None:
             with _timed(phases, "ablation"):
                 speed.ablation = _input_ablation(setup, trainer, config, settings, windows.steps)
+    if on_untimed is not None:
+        on_untimed()  # nothing more is timed: the curve trains on a fixed budget
     curve = _Curve()
     if settings.curve and speed.windows.stopped_early is None:
-        if on_untimed is not None:
-            on_untimed()
         with _timed(phases, "curve"):
             curve = _train_curve(experiment, config, settings, setup)
     phases["total"] = trial.seconds()

@@ -1,6 +1,7 @@
 """Trial processes started ahead (autotune.trial.isolation, ``prestart=True``): the next trial's
-process imports its backend while the current trial trains its untimed curve, the next trial runs
-in it, one that does not suit is stopped first, and none is left behind."""
+process imports its backend once the current run has nothing more to time (its untimed curve, or
+its end when no curve follows), the next trial or round side by side runs in it, one that does
+not suit is stopped first, and none is left behind."""
 
 from __future__ import annotations
 
@@ -16,7 +17,12 @@ import pytest
 
 from autotune import RunSettings, TrialConfig
 from autotune.trial import isolation
-from autotune.trial.isolation import PRESTART_ENV, discard_spare, run_isolated
+from autotune.trial.isolation import (
+    PRESTART_ENV,
+    discard_spare,
+    run_isolated,
+    run_isolated_side_by_side,
+)
 
 pytestmark = pytest.mark.slow  # every test starts TensorFlow trial processes
 
@@ -79,7 +85,27 @@ def test_a_process_started_ahead_that_does_not_suit_is_stopped_first(
 
     assert other.throughput is not None
     assert gone(ahead)  # another environment: not the process this trial needs
-    assert spare_pid() is None  # no curve: nothing untimed to start the next one in
+    # no curve: the next one starts once its last window is timed, with its environment
+    spare = isolation._spare
+    assert spare is not None and spare.process.pid != ahead
+    assert spare.env["AUTOTUNE_TEST"] == "1"
+
+
+def test_a_round_side_by_side_runs_in_the_process_started_ahead_and_starts_the_next(
+    tiny_ref: Callable[..., str], settings: RunSettings
+) -> None:
+    run_isolated(tiny_ref(), CONFIG, settings.replace(curve=False), prestart=True)
+    ahead = spare_pid()
+    assert ahead is not None
+
+    results = run_isolated_side_by_side(
+        tiny_ref(), (CONFIG, TrialConfig(batch_size=64)), settings.replace(curve=False),
+        pairs=2, prestart=True,
+    )  # fmt: skip
+
+    assert gone(ahead)  # the round ran in it
+    assert [len(r.window_samples_per_second) for r in results] == [2, 2]
+    assert spare_pid() not in (None, ahead)  # its last window timed, the next one started
 
 
 def test_without_prestart_or_with_it_off_nothing_is_started_ahead(
