@@ -357,8 +357,10 @@ def test_the_pair_runner_times_as_many_window_pairs_as_the_settings_have_windows
 
     seen: dict[str, object] = {}
 
-    def fake_side_by_side(reference, configs, settings, *, pairs, log_dir):  # type: ignore[no-untyped-def]
-        seen.update(pairs=pairs, log_dir=log_dir, limit=settings.time_limit_seconds)
+    def fake_side_by_side(reference, configs, settings, *, pairs, log_dir, prestart):  # type: ignore[no-untyped-def]
+        seen.update(
+            pairs=pairs, log_dir=log_dir, limit=settings.time_limit_seconds, prestart=prestart
+        )
         return tuple(f"result of {c.batch_size}" for c in configs)
 
     monkeypatch.setattr(isolation, "run_isolated_side_by_side", fake_side_by_side)
@@ -366,7 +368,8 @@ def test_the_pair_runner_times_as_many_window_pairs_as_the_settings_have_windows
     pair = runners.isolated_pair_runner("digits_cnn", [WINNER, BASE], settings, Path("/tmp/logs"))
     assert pair == ("result of 64", "result of 32")
     # two models set up, warmed up and timed: twice a run's time limit
-    assert seen == {"pairs": 5, "log_dir": Path("/tmp/logs"), "limit": 180}
+    # the round takes a process started ahead and starts the next one
+    assert seen == {"pairs": 5, "log_dir": Path("/tmp/logs"), "limit": 180, "prestart": True}
     three = runners.isolated_pair_runner("digits_cnn", [WINNER, RUNNER_UP, BASE], settings, None)
     assert len(three) == 3 and seen["limit"] == 270  # three models: three times
     runners.isolated_pair_runner("digits_cnn", [WINNER, BASE], RunSettings(windows=1), None)
