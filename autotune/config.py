@@ -245,9 +245,11 @@ class RunSettings:
     Attributes:
         seed: seed for weights, shuffling and dropout; the same seed gives the same curve.
         measure_throughput: run the warm-up and timed windows (off for extra baseline seeds).
-        warmup_min_steps: steps always run before steady state can be declared.
-        warmup_max_steps: warm-up ends here even if step times still fall (at least 2: the
-            first step compiles, so a steady step time needs a second).
+        warmup_min_steps: training steps always run before steady state can be declared, in
+            whole calls (at 64 steps per execution, one); the steady-state test itself compares
+            spans of 3 steps, so a warm-up is 7 calls at one step a call and 3 from 3 steps on.
+        warmup_max_steps: warm-up ends after this many calls even if call times still fall (at
+            least 2: the first call compiles, so a steady call time needs a second).
         warmup_max_seconds: warm-up ends after this long even if step times still fall.
         window_seconds: target length of one timed window; windows hold whole steps.
         min_window_steps: fewest training steps in one timed window (a window holds whole calls
@@ -262,7 +264,9 @@ class RunSettings:
         input_ablation: after the timed windows, time ``ablation_windows`` windows fed one
             cached batch, each alternating with one of the real pipeline, to measure how much of
             the step time the input costs.
-        ablation_windows: pairs of timed windows (real pipeline, cached batch) of the ablation.
+        ablation_windows: pairs of timed windows (real pipeline, cached batch) of the ablation;
+            fewer, one at least, where the trial's windows of whole calls take more than twice
+            ``window_seconds`` (:func:`autotune.measure.ablation_pairs`).
         stop_below_samples_per_second: stop after the timed windows (before the curve) when the
             throughput is confidently below this figure; None never stops early.
         profile_dir: after the timed windows, profile one more window of steps with the

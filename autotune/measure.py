@@ -1,6 +1,6 @@
 """Warm-up detection, timed-window sizing and throughput statistics. No TensorFlow here.
 
-The runner feeds step times (seconds) to :class:`WarmupDetector` until training is in steady state,
+The runner feeds call times (seconds) to :class:`WarmupDetector` until training is in steady state,
 sizes the timed windows with :func:`steps_per_window`, and summarises the windows' throughputs
 (samples/s) with :func:`summarize`.
 """
@@ -15,31 +15,53 @@ from dataclasses import dataclass
 CONFIDENCE = 0.95
 
 
-class WarmupDetector:
-    """Declares steady state once step times stop falling.
+def whole_calls(steps: int, steps_per_call: int) -> int:
+    """The fewest calls of ``steps_per_call`` training steps each that hold ``steps`` steps (at
+    least one): 5 steps are 5 one-step calls, or one call at 64 steps per execution."""
+    if steps_per_call < 1:
+        raise ValueError(f"steps_per_call must be >= 1. Received: steps_per_call={steps_per_call}")
+    return max(1, math.ceil(steps / steps_per_call))
 
-    Steady state holds when at least ``min_steps`` steps ran and the median of the last ``span``
-    step times is no more than ``tolerance`` (a fraction) below the median of the ``span`` before
-    them. The first step (tracing and compilation) never counts towards either median.
+
+class WarmupDetector:
+    """Declares steady state once call times stop falling.
+
+    It is fed the time of each call of the training function (seconds), one training step or
+    ``steps_per_call`` of them. Its counts are training steps, rounded up to whole calls, so a
+    call of 64 steps is as much evidence as 64 one-step calls: steady state holds when calls of
+    at least ``min_steps`` steps ran and the median of the last ``span`` steps' calls is no more
+    than ``tolerance`` (a fraction) below the median of the calls before them (as many). The
+    first call (tracing and compilation) never counts towards either median. At one step a call
+    that is 7 calls at the least (the first, then two spans of 3); from 3 steps a call on, 3.
+
+    Attributes:
+        span: calls in each median (``span`` steps, rounded up to whole calls).
+        min_calls: fewest calls before steady state (at least the first and two spans).
     """
 
-    def __init__(self, min_steps: int = 5, span: int = 3, tolerance: float = 0.05) -> None:
+    def __init__(
+        self,
+        min_steps: int = 5,
+        span: int = 3,
+        tolerance: float = 0.05,
+        steps_per_call: int = 1,
+    ) -> None:
         if span < 1:
             raise ValueError(f"span must be >= 1. Received: span={span}")
-        self.min_steps = max(min_steps, 2 * span + 1)
-        self.span = span
+        self.span = whole_calls(span, steps_per_call)
+        self.min_calls = max(whole_calls(min_steps, steps_per_call), 2 * self.span + 1)
         self.tolerance = tolerance
         self.step_seconds: list[float] = []
 
     def add(self, seconds: float) -> bool:
-        """Records one step time (seconds); returns True once training is in steady state."""
+        """Records one call time (seconds); returns True once training is in steady state."""
         self.step_seconds.append(seconds)
         return self.steady
 
     @property
     def steady(self) -> bool:
         times = self.step_seconds
-        if len(times) < self.min_steps:
+        if len(times) < self.min_calls:
             return False
         recent = statistics.median(times[-self.span :])
         before = statistics.median(times[-2 * self.span : -self.span])
@@ -47,7 +69,7 @@ class WarmupDetector:
 
     @property
     def steady_step_seconds(self) -> float:
-        """Median of the most recent step times (seconds per step)."""
+        """Median of the most recent call times (seconds per call)."""
         if len(self.step_seconds) < 2:
             raise ValueError("steady_step_seconds needs at least two steps")
         return statistics.median(self.step_seconds[1:][-self.span :])
@@ -260,6 +282,19 @@ def input_bound_verdict(input_fraction: float) -> str:
     if input_fraction >= moderate:
         return "moderately input-bound"
     return "not input-bound"
+
+
+def ablation_pairs(pairs: int, window_seconds: float, timed_window_seconds: float) -> int:
+    """Pairs of windows (real pipeline, cached batch) an input ablation times: ``pairs`` while
+    its windows take at most twice their nominal time (``pairs`` pairs of ``window_seconds``
+    windows), fewer where the trial's windows (``timed_window_seconds`` each, as timed) are
+    longer, and at least one. Windows hold whole calls, so at 64 steps a call of a large batch
+    one window can be a call of 20 s, and three pairs two minutes of a diagnostic."""
+    if pairs < 1:
+        raise ValueError(f"pairs must be >= 1. Received: pairs={pairs}")
+    if not timed_window_seconds > 0:
+        return pairs
+    return max(1, min(pairs, math.floor(2 * pairs * window_seconds / timed_window_seconds)))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ fixed sample budget with validation loss at fixed checkpoints (the fidelity curv
 Keras backend the trial asks for (TensorFlow or JAX, set before Keras was imported). Between the
 timed windows and the curve, and outside both, it may profile one more window under the
 TensorBoard profiler (steps wrapped in step markers, read with XProf) and time the same steps fed
-one cached batch (input ablation). Call it in a fresh process (see
+one cached batch (:mod:`autotune.trial.ablation`). Call it in a fresh process (see
 :mod:`autotune.trial.isolation`): the dtype policy and XLA's caches are process state.
 """
 
@@ -48,6 +48,7 @@ from autotune.measure import (
 )
 from autotune.store.result import CurvePoint, RunResult
 from autotune.trial import backends
+from autotune.trial.ablation import input_ablation
 from autotune.trial.custom_step import install_train_step, step_source
 from autotune.trial.lr_schedule import optimizer_learning_rate
 from autotune.trial.model import (
@@ -207,7 +208,10 @@ def run_trial(
         throughput = windows.throughput
         if settings.input_ablation and windows.stopped_early is None and throughput is not None:
             with _timed(phases, "ablation"):
-                speed.ablation = _input_ablation(setup, trainer, config, settings, windows.steps)
+                speed.ablation = input_ablation(
+                    setup.model, setup.train_data, trainer, config, settings, windows.steps,
+                    throughput.median,
+                )  # fmt: skip
     if on_untimed is not None:
         on_untimed()  # nothing more is timed: the curve trains on a fixed budget
     curve = _Curve()
@@ -370,28 +374,6 @@ def _profile_window(
     except ProfileError as error:
         return None, str(error)
     return summary.with_capture(clock.seconds(), samples_per_second), None
-
-
-def _input_ablation(
-    setup: _Setup, trainer: Trainer, config: TrialConfig, settings: RunSettings, steps: int
-) -> InputAblation:
-    """The real pipeline against the same steps fed one cached batch, repeated: the speed the
-    model would reach if the input pipeline cost nothing (same shapes, so nothing recompiles).
-
-    The two alternate, one window of ``steps`` calls each, ``ablation_windows`` pairs, so a
-    machine that slows down or speeds up mid-trial (a shared host, a CPU's clock) moves both
-    alike instead of reading as input cost; both are in samples/s. ``trainer`` is the trial's
-    own, already warm and synced."""
-    cached = Trainer(setup.model, setup.train_data.take(1).cache().repeat(), xla_compiles=False)
-    cached.run(settings.warmup_min_steps, "input ablation warm-up")
-    cached.sync()
-    pipeline_windows: list[float] = []
-    cached_windows: list[float] = []
-    for _ in range(settings.ablation_windows):
-        for runner, windows in ((trainer, pipeline_windows), (cached, cached_windows)):
-            windows.append(timed_window(runner, steps, config.samples_per_call, "input ablation"))
-            runner.sync()  # a JAX trainer's state back into the model, for the other one
-    return InputAblation.of(summarize(pipeline_windows), summarize(cached_windows))
 
 
 def _result(

@@ -3,8 +3,9 @@ they show the trial cannot reach the baseline. No TensorFlow here: the runner ha
 
 :func:`warm_up` runs calls through a callable that runs one and returns its seconds, so the loop
 and its early stops are the same whatever trains (the runner's trainer, or a scripted one in the
-unit tests). The stops decide on samples/s over the training steps that ran, never on a count of
-calls: one call of 64 steps per execution is as much evidence as 64 one-step calls.
+unit tests). The stops and the steady state decide on the training steps that ran, never on a
+count of calls: one call of 64 steps per execution is as much evidence as 64 one-step calls, so at
+64 steps a call the warm-up needs 3 calls (the compiling one and two to compare), not 7.
 """
 
 from __future__ import annotations
@@ -44,11 +45,12 @@ def warm_up(
 ) -> WarmUp:
     """Runs calls (``run_call`` runs one, ``steps_per_call`` training steps of
     ``samples_per_call`` samples in all, and returns its seconds) until their times stop
-    falling, ``warmup_max_steps`` calls have run, or ``warmup_max_seconds`` have passed with at
-    least 2 run; or until the trial is hopeless against ``stop_below_samples_per_second``
-    (:func:`hopeless_warm_up`, from the first training steps after compilation) or, once steady,
-    grossly slower than it (:func:`slow_steady_warm_up`)."""
-    detector = WarmupDetector(min_steps=settings.warmup_min_steps)
+    falling (:class:`WarmupDetector`, counting training steps), ``warmup_max_steps`` calls have
+    run, or ``warmup_max_seconds`` have passed with at least 2 run; or until the trial is
+    hopeless against ``stop_below_samples_per_second`` (:func:`hopeless_warm_up`, from the
+    first training steps after compilation) or, once steady, grossly slower than it
+    (:func:`slow_steady_warm_up`)."""
+    detector = WarmupDetector(min_steps=settings.warmup_min_steps, steps_per_call=steps_per_call)
     threshold = settings.stop_below_samples_per_second
     calls = 0
     while True:

@@ -16,7 +16,9 @@ def test_a_slow_input_pipeline_is_highly_input_bound(
     tiny_ref: Callable[..., str], settings: RunSettings
 ) -> None:
     config = TrialConfig(batch_size=32, num_parallel_calls=1, prefetch=0)
-    result = run_isolated(tiny_ref("slow_input"), config, settings.replace(curve=False))
+    # windows of ~0.5 s at ~64 ms a step: within their target, so every pair is timed
+    settings = settings.replace(curve=False, window_seconds=0.5)
+    result = run_isolated(tiny_ref("slow_input"), config, settings)
 
     ablation = result.input_ablation
     assert ablation is not None
@@ -27,6 +29,22 @@ def test_a_slow_input_pipeline_is_highly_input_bound(
     breakdown = ablation.step_milliseconds(config.batch_size)
     assert breakdown["input"] > breakdown["compute"] > 0
     assert "ablation" in result.phase_seconds
+
+
+def test_windows_far_longer_than_their_target_are_ablated_in_one_pair(
+    tiny_ref: Callable[..., str], settings: RunSettings
+) -> None:
+    """Windows of whole steps: 3 steps of ~64 ms against a 10 ms target are ~20x longer, so
+    the ablation times one pair of them, not three (at 64 steps a call of a large batch, a
+    window is one call of many seconds)."""
+    config = TrialConfig(batch_size=32, num_parallel_calls=1, prefetch=0)
+    settings = settings.replace(curve=False, window_seconds=0.01, min_window_steps=3)
+    result = run_isolated(tiny_ref("slow_input"), config, settings)
+
+    ablation = result.input_ablation
+    assert ablation is not None and result.steps_per_window == 3
+    assert ablation.pipeline.n == ablation.cached.n == 1
+    assert ablation.verdict == "highly input-bound"
 
 
 def test_a_compute_bound_model_is_not_highly_input_bound(

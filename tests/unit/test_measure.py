@@ -15,6 +15,7 @@ from autotune.measure import (
     Estimate,
     InputAblation,
     WarmupDetector,
+    ablation_pairs,
     confidently_below,
     hopeless_warm_up,
     input_bound_verdict,
@@ -22,6 +23,7 @@ from autotune.measure import (
     slower_than_baseline,
     steps_per_window,
     summarize,
+    whole_calls,
 )
 
 
@@ -76,12 +78,72 @@ def test_never_steady_before_min_steps_even_if_flat():
 def test_min_steps_is_raised_to_two_spans_plus_the_first_step():
     detector = WarmupDetector(min_steps=1, span=3)
 
-    assert detector.min_steps == 7
+    assert detector.min_calls == 7
     assert first_steady_step(detector, [0.1] * 10) == 6
 
 
 def test_large_min_steps_is_kept():
-    assert WarmupDetector(min_steps=50, span=3).min_steps == 50
+    assert WarmupDetector(min_steps=50, span=3).min_calls == 50
+
+
+@pytest.mark.parametrize(
+    ("steps_per_call", "span", "min_calls"),
+    [(1, 3, 7), (2, 2, 5), (3, 1, 3), (8, 1, 3), (64, 1, 3)],
+)
+def test_counts_are_training_steps_in_whole_calls(steps_per_call, span, min_calls):
+    # spans of 3 steps and at least 5: at 64 steps a call one call per span, and the compiling
+    # call plus two to compare
+    detector = WarmupDetector(min_steps=5, span=3, steps_per_call=steps_per_call)
+
+    assert (detector.span, detector.min_calls) == (span, min_calls)
+    assert first_steady_step(detector, [20.0] + [1.0] * 10) == min_calls - 1
+
+
+def test_min_steps_beyond_the_spans_are_whole_calls():
+    # 200 steps at 64 a call: 4 calls, more than the 3 the spans need
+    assert WarmupDetector(min_steps=200, span=3, steps_per_call=64).min_calls == 4
+
+
+def test_calls_still_falling_are_not_steady_at_64_steps_a_call():
+    # each 64-step call 10% faster than the one before: never steady, however many
+    detector = WarmupDetector(min_steps=5, span=3, steps_per_call=64)
+
+    assert first_steady_step(detector, [20.0] + [2.0 * 0.9**i for i in range(12)]) is None
+
+
+@pytest.mark.parametrize(
+    ("steps", "steps_per_call", "calls"),
+    [(5, 1, 5), (5, 2, 3), (5, 5, 1), (5, 64, 1), (200, 64, 4), (0, 8, 1)],
+)
+def test_whole_calls_hold_the_steps_and_at_least_one_call(steps, steps_per_call, calls):
+    # the input ablation's cached pipeline warms up on these: 5 steps, one call at 64 a call
+    assert whole_calls(steps, steps_per_call) == calls
+
+
+@pytest.mark.parametrize(
+    ("timed_window", "pairs"),
+    [(0.5, 3), (0.6, 3), (1.0, 3), (1.5, 2), (2.0, 1), (20.0, 1), (0.0, 3)],
+)
+def test_the_ablation_keeps_its_pairs_until_its_windows_take_twice_their_time(timed_window, pairs):
+    # 3 pairs of 0.5 s windows: 3 s nominal; up to twice that, then fewer pairs, one at least
+    # (a window of one 20 s call: one pair, not 2 minutes)
+    assert ablation_pairs(3, 0.5, timed_window) == pairs
+
+
+def test_the_ablation_times_at_most_twice_its_nominal_seconds_beyond_one_pair():
+    for timed_window in (0.3, 0.7, 1.1, 1.6, 2.9):
+        pairs = ablation_pairs(3, 0.5, timed_window)
+        assert pairs == 1 or 2 * pairs * timed_window <= 2 * 3 * 2 * 0.5
+
+
+def test_ablation_pairs_below_one_are_rejected():
+    with pytest.raises(ValueError, match="Received: pairs=0"):
+        ablation_pairs(0, 0.5, 1.0)
+
+
+def test_steps_per_call_below_one_is_rejected():
+    with pytest.raises(ValueError, match="Received: steps_per_call=0"):
+        WarmupDetector(steps_per_call=0)
 
 
 def test_slow_first_step_does_not_delay_steady_state():
