@@ -15,10 +15,12 @@ is stopped first: its import never overlaps a timed phase of another process, si
 of a study either takes it or stops it before its own process starts.
 ``AUTOTUNE_PRESTART=0`` turns this off.
 
-When a trial ends, everything it started goes with it: its process group, its descendants (the
-trial process is a child subreaper, so orphans stay among them) and any process carrying its
-environment token (:data:`TOKEN_ENV`), which finds a process that left the group with ``setsid``
-even after its parent died. Its output goes through a pipe into a capped log
+A trial ends once its process has written its outcome (or exited): the parent does not wait for
+the interpreter's teardown, which with TensorFlow loaded would compete with the next process's
+import. When a trial ends, everything it started goes with it: its process group, its
+descendants (the trial process is a child subreaper, so orphans stay among them) and any process
+carrying its environment token (:data:`TOKEN_ENV`), which finds a process that left the group
+with ``setsid`` even after its parent died. Its output goes through a pipe into a capped log
 (:mod:`autotune.trial.trial_log`).
 """
 
@@ -359,8 +361,9 @@ def _run_request(
         untimed = _Untimed(marker, lambda: start_spare(child_env))
         try:
             stopped = _watch(
-                process, settings.time_limit_seconds, memory_limit, token, since, untimed
-            )
+                process, settings.time_limit_seconds, memory_limit, token, since, untimed,
+                result_path,
+            )  # fmt: skip
         finally:  # on any exit path, including KeyboardInterrupt
             kill_trial(process.pid, token, since)
             process.wait()
@@ -437,12 +440,18 @@ def _watch(
     token: str,
     since: float,
     untimed: _Untimed,
+    result_path: Path,
 ) -> tuple[str, str] | None:
-    """Waits for the trial process; stops it past its limits. Returns (kind, why) if stopped."""
+    """Waits for the trial process until it has written its outcome to ``result_path`` (its
+    interpreter's teardown, a second or more with TensorFlow loaded, is left to the kill that
+    follows: nothing of the trial happens after it) or has exited; stops it past its limits.
+    Returns (kind, why) if stopped."""
     watched = psutil.Process(process.pid)
     deadline = time.monotonic() + time_limit
     while process.poll() is None:
         untimed.check()
+        if result_path.exists():  # written whole (os.replace): the trial is over
+            break
         if time.monotonic() > deadline:
             kill_trial(process.pid, token, since)
             return "timeout", f"trial ran past its time limit of {time_limit:g} s and was stopped"

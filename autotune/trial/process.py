@@ -5,7 +5,8 @@ its stdin and goes on as the first form does (an empty stdin: it was not needed,
 
 Reads the request (experiment reference, config, settings) from REQUEST, runs the trial and writes
 a JSON outcome to RESULT atomically: ``{"status": "ok", "result": ...}``, ``{"status": "failed",
-"kind": ..., "message": ...}`` or ``{"status": "config_error", "message": ...}``. A request with
+"kind": ..., "message": ...}`` or ``{"status": "config_error", "message": ...}``; the parent
+kills it as soon as that file exists, so nothing may follow the write. A request with
 ``"beside"`` (more configs) and ``"pairs"`` times them all side by side instead
 (:func:`autotune.trial.runner.run_side_by_side`), its outcome ``{"status": "ok", "result": ...,
 "beside": [...]}``. Its stdout and

@@ -27,6 +27,7 @@ pytestmark = pytest.mark.slow  # every test starts a TensorFlow trial process
 
 TRIAL_MODULE = "autotune.trial.process"
 GRANDCHILD_TOKEN = "autotune-test-grandchild"  # as in faulty.py
+SLOW_EXIT_SECONDS = 60  # as in faulty.py
 CONFIG = TrialConfig(batch_size=32)
 
 
@@ -154,6 +155,19 @@ def test_run_isolated_returns_a_run_result(
     assert len(children) == 1
     assert children[0].pgid == children[0].pid  # its own process group
     assert children[0].pid != os.getpid()
+
+
+def test_a_trial_ends_when_its_result_is_written_not_when_its_process_exits(
+    faulty_ref: Callable[[str], str], settings: RunSettings, watcher: DescendantWatcher
+) -> None:
+    """The process's teardown (here an exit handler that sleeps a minute; with TensorFlow
+    loaded, its finalisers) is not waited for: the parent takes the result and kills it."""
+    started = time.monotonic()
+    result = run_isolated(faulty_ref("slow_exit"), CONFIG, settings)
+    assert time.monotonic() - started < SLOW_EXIT_SECONDS / 2
+    assert result.throughput is not None and len(result.curve) == settings.checkpoints
+    (child,) = watcher.trial_processes()
+    assert _wait_until(lambda: not _alive(child.pid, child.created), 2)
 
 
 # --- one test per failure kind -----------------------------------------------------------------
