@@ -17,7 +17,9 @@ results/time_to_answer.md as soon as both its arms ran, with the machine, date, 
 command.
 
     python experiments/benchmarks/time_to_answer.py [--experiments tabular_mlp ...]
-        [--space cpu] [--trials 15] [--before bd20a05] [--after HEAD]
+        [--space cpu] [--trials 15] [--before bd20a05] [--after HEAD] [--arms after]
+
+(``--arms after`` runs one arm alone, for a change measured against an earlier entry's arms.)
 """
 
 from __future__ import annotations
@@ -155,8 +157,8 @@ def one_experiment(
 ) -> list[str]:
     """Both arms of ``experiment``, the first arm alternating with ``index``: its section."""
     order = list(sources) if index % 2 == 0 else list(reversed(sources))
+    order = [arm for arm in order if arm in args.arms]
     runs = {arm: run_arm(arm, sources[arm], experiment, args) for arm in order}
-    before, after = runs["before"], runs["after"]
     lines = [
         f"### {experiment}",
         "",
@@ -176,12 +178,14 @@ def one_experiment(
             f"| {run.arm} | {run.wall_seconds:,.0f} | {run.processes} | {stopped} "
             f"| {answer_text(run.answer)} |"
         )
-    lines += [
-        "",
-        f"After / before: {before.wall_seconds / after.wall_seconds:.2f}x shorter, "
-        f"{before.processes} -> {after.processes} processes.",
-        "",
-    ]
+    lines.append("")
+    if len(runs) == 2:
+        before, after = runs["before"], runs["after"]
+        lines += [
+            f"After / before: {before.wall_seconds / after.wall_seconds:.2f}x shorter, "
+            f"{before.processes} -> {after.processes} processes.",
+            "",
+        ]
     return lines
 
 
@@ -195,6 +199,13 @@ def main() -> None:
     parser.add_argument("--after", help="git revision of the 'after' arm (the working tree)")
     parser.add_argument("--work", type=Path, default=Path("benchmark_runs/time_to_answer"))
     parser.add_argument("--output", type=Path, default=HERE / "results" / "time_to_answer.md")
+    parser.add_argument(
+        "--arms",
+        nargs="+",
+        choices=("before", "after"),
+        default=["before", "after"],
+        help="the arms to run (one alone: no ratio; compare it with an earlier entry)",
+    )
     args = parser.parse_args()
     args.work = args.work.resolve()
     after = source_tree(args.after, args.work) if args.after else REPOSITORY
