@@ -45,6 +45,7 @@ from autotune.measure import (
     slower_than_baseline,
     steps_per_window,
     summarize,
+    whole_calls,
 )
 from autotune.store.result import CurvePoint, RunResult
 from autotune.trial import backends
@@ -311,7 +312,7 @@ def _warm_up(trainer: Trainer, config: TrialConfig, settings: RunSettings) -> Wa
 def _window_calls(config: TrialConfig, settings: RunSettings, warmup: WarmUp) -> int:
     """Calls per timed window: about ``window_seconds`` at the steady call time, at least
     ``min_window_steps`` training steps."""
-    fewest_calls = math.ceil(settings.min_window_steps / config.steps_per_execution)
+    fewest_calls = whole_calls(settings.min_window_steps, config.steps_per_execution)
     return steps_per_window(warmup.steady_step_seconds, settings.window_seconds, fewest_calls)
 
 

@@ -3,15 +3,16 @@ still measures the same throughput.
 
 Each configuration runs as ``autotune trial EXPERIMENT --config ... --no-curve --json`` (the
 default measurement: 7 timed windows of about 0.5 s and the input ablation), a fresh command each
-time, with the ``before`` tree (git revision ``--before``, extracted with ``git archive`` under
-``--work``) and the ``after`` tree (the one this script is in) on ``PYTHONPATH``, the arms
-interleaved round by round (``--rounds``; the first arm alternates). Reported per configuration
-and arm (medians over rounds): the steady call time, the warm-up's calls and seconds, the
-ablation's pairs and seconds, the timed windows' seconds, the trial process's phases in all, the
-command's wall time (its imports, the trial process's start and end, and the phases), and the
-after/before ratio of samples/s paired by round (median, order-statistic interval): one whose
-interval holds 1.00 says the change left the measurement alone. Results are appended to
-results/trial_phases.md with the machine, date, versions and command.
+time, with the ``before`` tree (git revision ``--before``, extracted under ``--work`` as
+``time_to_answer.py`` does) and the ``after`` tree (the one this script is in) on
+``PYTHONPATH``, the arms interleaved round by round (``--rounds``; the first arm alternates).
+Reported per configuration and arm (medians over rounds): the steady call time, the warm-up's
+calls and seconds, the ablation's pairs and seconds, the timed windows' seconds, the trial
+process's phases in all, the command's wall time (its imports, the trial process's start and
+end, and the phases), and the after/before ratio of samples/s paired by round (median,
+order-statistic interval): one whose interval holds 1.00 says the change left the measurement
+alone. Results are appended to results/trial_phases.md with the machine, date, versions and
+command.
 
     python experiments/benchmarks/trial_phases.py --before REV [--rounds 3] [--work DIR]
 """
@@ -24,14 +25,13 @@ import os
 import statistics
 import subprocess
 import sys
-import tarfile
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from provenance import append_results  # type: ignore[import-not-found]
+from time_to_answer import commit_of, source_tree  # type: ignore[import-not-found]
 
 from autotune import TrialConfig
 from autotune.analysis.candidate import paired_ratio
@@ -73,23 +73,6 @@ class Arm:
             else:
                 values.append(phases.get(pick, 0.0))
         return statistics.median(values)
-
-
-def extract(revision: str, work: Path) -> Path:
-    """The tree of git ``revision`` (``autotune/`` and ``search_spaces/``) under ``work``."""
-    tree = work / f"src-{revision}"
-    if not (tree / "autotune").is_dir():
-        tree.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile() as archive:
-            subprocess.run(
-                ["git", "-C", str(ROOT), "archive", revision, "autotune", "search_spaces"],
-                stdout=archive,
-                check=True,
-            )
-            archive.seek(0)
-            with tarfile.open(fileobj=archive) as tar:
-                tar.extractall(tree, filter="data")
-    return tree
 
 
 def one_trial(
@@ -144,11 +127,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--work", type=Path, default=Path("/tmp/autotune_trial_phases"))
     args = parser.parse_args()
-    trees = {"before": extract(args.before, args.work), "after": ROOT}
+    trees = {"before": source_tree(args.before, args.work), "after": ROOT}
     rows = [
-        f"`before`: {args.before}; `after`: the working tree. `autotune trial ... --no-curve "
-        f"--json`, a fresh command each time, arms interleaved, {args.rounds} rounds; medians "
-        "over rounds; after/before paired by round.",
+        f"`before`: {commit_of(args.before)}; `after`: the working tree. "
+        "`autotune trial ... --no-curve --json`, a fresh command each time, arms "
+        f"interleaved, {args.rounds} rounds; medians over rounds; after/before paired by round.",
         "",
         "| experiment | configuration | arm | call (s) | warm-up calls | warm-up (s) "
         "| windows (s) | ablation pairs | ablation (s) | phases (s) | command (s) "
